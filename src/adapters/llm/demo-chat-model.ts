@@ -1,0 +1,99 @@
+import { BaseChatModel, type BaseChatModelParams } from '@langchain/core/language_models/chat_models';
+import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
+import { AIMessage, AIMessageChunk, HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
+import { textOf } from '../../domain/message-content.js';
+import { isAutonomousTriggerType, isSynthetic, type AutonomousTriggerType } from '../../domain/message-metadata.js';
+
+/** The label every demo reply carries, in its response metadata and in the API. */
+export const DEMO_MODEL_NAME = 'vigil-demo';
+
+const FOLLOW_UPS: Record<AutonomousTriggerType, string> = {
+  check_in: 'Just checking in — is there anything else I can help with?',
+  question_unanswered: 'Following up on my earlier question — do you have an answer when you get a moment?',
+  task_incomplete: 'Checking in on the task we discussed — how is it going?',
+  waiting_for_decision: 'Have you had a chance to decide? I am ready when you are.',
+};
+
+export interface DemoChatModelOptions extends BaseChatModelParams {
+  /** Pause between streamed tokens, so a person can watch streaming; 0 in tests. */
+  tokenDelayMs?: number;
+}
+
+/**
+ * The offline demo model: deterministic, streams word by word, never touches the
+ * network. It lets a newcomer see replies, follow-ups and visibility at work without a
+ * provider, and says plainly that it is a demo.
+ */
+export class DemoChatModel extends BaseChatModel {
+  private readonly tokenDelayMs: number;
+
+  constructor(options: DemoChatModelOptions = {}) {
+    super(options);
+    this.tokenDelayMs = options.tokenDelayMs ?? 0;
+  }
+
+  static override lc_name(): string {
+    return 'VigilDemoChatModel';
+  }
+
+  override _llmType(): string {
+    return 'vigil-demo';
+  }
+
+  /** The reply text for a conversation: pure function of the messages. */
+  static replyFor(messages: readonly BaseMessage[]): string {
+    const lastHuman = [...messages].reverse().find((message) => HumanMessage.isInstance(message));
+    if (!lastHuman) return '[demo model] Hello! No model is configured, so this is the offline demo model talking.';
+    const kwargs = lastHuman.additional_kwargs;
+    if (isSynthetic(kwargs) && isAutonomousTriggerType(kwargs.trigger_type)) return `[demo model] ${FOLLOW_UPS[kwargs.trigger_type]}`;
+    const text = textOf(lastHuman.content).replace(/\s+/g, ' ').trim();
+    const quoted = text.length > 200 ? `${text.slice(0, 199)}…` : text;
+    const system = messages.find((message) => message.getType() === 'system');
+    const recalled = system ? (textOf(system.content).match(/^- /gm) ?? []).length : 0;
+    const memoryNote = recalled > 0 ? ` I recalled ${recalled} related memor${recalled === 1 ? 'y' : 'ies'}.` : '';
+    return `[demo model] You said: "${quoted}".${memoryNote} Configure VIGIL_MODEL for real answers. Anything else?`;
+  }
+
+  override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+    let text = '';
+    for await (const chunk of this._streamResponseChunks(messages, options, runManager)) text += chunk.text;
+    return {
+      generations: [{ text, message: new AIMessage({ content: text, response_metadata: demoResponseMetadata() }) }],
+    };
+  }
+
+  override async *_streamResponseChunks(
+    messages: BaseMessage[],
+    options: this['ParsedCallOptions'],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
+    const tokens = DemoChatModel.replyFor(messages).split(/(?<=\s)/);
+    for (let index = 0; index < tokens.length; index++) {
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+      if (this.tokenDelayMs > 0) await delay(this.tokenDelayMs, options.signal);
+      const token = tokens[index]!;
+      const last = index === tokens.length - 1;
+      const chunk = new ChatGenerationChunk({
+        text: token,
+        message: new AIMessageChunk({ content: token, response_metadata: last ? demoResponseMetadata() : {} }),
+      });
+      yield chunk;
+      await runManager?.handleLLMNewToken(token, undefined, undefined, undefined, undefined, { chunk });
+    }
+  }
+}
+
+export function demoResponseMetadata(): Record<string, unknown> {
+  return { model_name: DEMO_MODEL_NAME, demo: true };
+}
+
+function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, milliseconds);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason ?? new Error('aborted'));
+    }, { once: true });
+  });
+}

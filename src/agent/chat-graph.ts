@@ -1,0 +1,92 @@
+import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
+import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import { SystemMessage, type BaseMessage } from '@langchain/core/messages';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Logger } from 'pino';
+import { chooseMemoryQuery, type MemoryQuerySource } from '../domain/memory-query.js';
+import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
+import { runSettingsOf } from './run-settings.js';
+
+/** A recalled memory, as kept in state for one model call. Plain data (I10). */
+export interface RecalledMemory {
+  id: string;
+  content: string;
+  score: number;
+}
+
+/**
+ * Thread state. Everything here is serialisable (I10): messages, strings, plain objects.
+ * `recalled` is replaced on every turn, never appended: recalled memories go into that
+ * turn's model call only, never into the saved message history.
+ */
+export const ChatState = Annotation.Root({
+  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+  recalled: Annotation<RecalledMemory[]>({ reducer: (_previous, next) => next, default: () => [] }),
+  memoryQuerySource: Annotation<MemoryQuerySource | null>({ reducer: (_previous, next) => next, default: () => null }),
+});
+export type ChatStateValue = typeof ChatState.State;
+
+export interface ChatGraphDependencies {
+  checkpointer: BaseCheckpointSaver;
+  memories: MemoryStore;
+  models: ChatModelResolver;
+  logger: Logger;
+  /** How many memories one turn recalls. */
+  memoryLimit?: number;
+}
+
+export const RESPOND_NODE = 'respond';
+export const MEMORY_NODE = 'recall_memories';
+
+/** memory retrieval → respond. */
+export function buildChatGraph(dependencies: ChatGraphDependencies) {
+  const { memories, models, logger } = dependencies;
+  const memoryLimit = dependencies.memoryLimit ?? 5;
+
+  async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
+    const run = runSettingsOf(config);
+    const log = logger.child({ threadId: run.threadId, runId: run.runId });
+    const choice = chooseMemoryQuery(state.messages.map(toClassifiable), state.summary);
+    if (choice.source === 'none') {
+      log.error({ messageCount: state.messages.length }, 'Empty thread - no query source available for memory retrieval');
+      return { recalled: [], memoryQuerySource: 'none' };
+    }
+    log.debug({ querySource: choice.source, query: choice.query.slice(0, 50) }, 'Memory query source selected');
+    const hits = await memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: memoryLimit });
+    return {
+      recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score })),
+      memoryQuerySource: choice.source,
+    };
+  }
+
+  async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
+    const run = runSettingsOf(config);
+    const model = models(run.model);
+    const system = new SystemMessage(systemPromptFor(run.systemPrompt, state.recalled));
+    // The recalled memories live in this call's system message only; the saved history
+    // receives just the reply.
+    const reply = await model.invoke([system, ...state.messages], config);
+    return { messages: [reply] };
+  }
+
+  return new StateGraph(ChatState)
+    .addNode(MEMORY_NODE, recallMemories)
+    .addNode(RESPOND_NODE, respond)
+    .addEdge(START, MEMORY_NODE)
+    .addEdge(MEMORY_NODE, RESPOND_NODE)
+    .addEdge(RESPOND_NODE, END)
+    .compile({ checkpointer: dependencies.checkpointer });
+}
+
+export type ChatGraph = ReturnType<typeof buildChatGraph>;
+
+function systemPromptFor(base: string, recalled: readonly RecalledMemory[]): string {
+  if (recalled.length === 0) return base;
+  const lines = recalled.map((memory) => `- ${memory.content.replace(/\s+/g, ' ').trim()}`);
+  return `${base}\n\nThings you remember about this person (long-term memory):\n${lines.join('\n')}`;
+}
+
+function toClassifiable(message: BaseMessage) {
+  return { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };
+}

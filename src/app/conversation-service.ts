@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import { HumanMessage } from '@langchain/core/messages';
+import type { Logger } from 'pino';
+import { VigilError } from '../domain/errors.js';
+import type { MessageContent } from '../domain/message-content.js';
+import type { RunContext } from '../domain/run-context.js';
+import type { AgentService } from './agent-service.js';
+import type { RunCoordinator, RunOutcome } from './run-coordinator.js';
+import type { Clock, MessagePage, RunRecord, Storage, ThreadPage, ThreadRecord } from './ports.js';
+
+export interface HistoryQuery {
+  includeInternal: boolean;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface SendOptions {
+  /** Chosen by the caller so it can follow the run's events before the run starts. */
+  runId?: string;
+  correlationId?: string;
+  signal?: AbortSignal;
+}
+
+/** Threads, their history, and a person's message: the use cases of the chat API. */
+export class ConversationService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly agents: AgentService,
+    private readonly coordinator: RunCoordinator,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  async createThread(userId: string, input: { agentId?: string | undefined; title?: string | undefined }): Promise<ThreadRecord> {
+    const agent = input.agentId ? await this.agents.get(userId, input.agentId) : await this.agents.getOrCreateDefault(userId);
+    return this.storage.threads.create({ id: randomUUID(), userId, agentId: agent.id, title: input.title ?? null }, this.clock.now().toISOString());
+  }
+
+  listThreads(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage> {
+    return this.storage.threads.list(userId, options);
+  }
+
+  /** The owner's thread, or THREAD_NOT_FOUND — also for another user's thread (I12). */
+  async getThread(userId: string, threadId: string): Promise<ThreadRecord> {
+    const thread = await this.storage.threads.get(userId, threadId);
+    if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+    return thread;
+  }
+
+  /**
+   * A page of history. People see visible messages only (I2); the owner may ask for
+   * internal ones too, each marked as such.
+   */
+  async history(userId: string, threadId: string, query: HistoryQuery): Promise<MessagePage> {
+    const thread = await this.getThread(userId, threadId);
+    const page = await this.storage.threads.history(threadId, { visibility: query.includeInternal ? 'all' : 'user', limit: query.limit, cursor: query.cursor });
+    this.logger.info(
+      {
+        threadId,
+        totalMessages: thread.messageCount,
+        filteredCount: thread.messageCount - thread.visibleCount,
+        visibleMessages: thread.visibleCount,
+        pageSize: page.messages.length,
+        includeInternal: query.includeInternal,
+      },
+      'Extracted messages from thread history',
+    );
+    return page;
+  }
+
+  /** A person's message: starts a user-triggered run and waits for its end. */
+  async sendMessage(userId: string, threadId: string, content: MessageContent, options: SendOptions = {}): Promise<RunOutcome> {
+    const thread = await this.getThread(userId, threadId);
+    const agent = await this.agents.get(userId, thread.agentId);
+    const context = { ...this.newRunContext(thread, 'user', options.correlationId), ...(options.runId ? { runId: options.runId } : {}) };
+    // A person's message never carries metadata: clients cannot set additional_kwargs.
+    const input = new HumanMessage({ id: randomUUID(), content: content as HumanMessage['content'] });
+    return this.coordinator.run({ context, agent, input, ...(options.signal ? { signal: options.signal } : {}) });
+  }
+
+  /**
+   * A run the system starts on a thread (a timer, a schedule, a webhook): the input is a
+   * synthetic message whose metadata says so, and the run carries its trigger and meta.
+   */
+  async runTriggered(
+    userId: string,
+    threadId: string,
+    request: { trigger: Exclude<RunContext['trigger'], 'user'>; input: HumanMessage; meta?: Record<string, unknown>; correlationId?: string },
+  ): Promise<RunOutcome> {
+    const thread = await this.getThread(userId, threadId);
+    const agent = await this.agents.get(userId, thread.agentId);
+    const context = { ...this.newRunContext(thread, request.trigger, request.correlationId), meta: { ...(request.meta ?? {}) } };
+    return this.coordinator.run({ context, agent, input: request.input });
+  }
+
+  /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */
+  async cancelRun(userId: string, runId: string): Promise<RunRecord> {
+    const run = await this.getRun(userId, runId);
+    this.coordinator.cancel(userId, runId);
+    return run;
+  }
+
+  async getRun(userId: string, runId: string): Promise<RunRecord> {
+    const run = await this.storage.runs.get(userId, runId);
+    if (!run) throw new VigilError('RUN_NOT_FOUND', `no run "${runId}"`);
+    return run;
+  }
+
+  async listRuns(userId: string, threadId: string, limit: number): Promise<RunRecord[]> {
+    await this.getThread(userId, threadId);
+    return this.storage.runs.listByThread(userId, threadId, { limit });
+  }
+
+  private newRunContext(thread: ThreadRecord, trigger: RunContext['trigger'], correlationId?: string): RunContext {
+    return {
+      runId: randomUUID(),
+      threadId: thread.id,
+      userId: thread.userId,
+      agentId: thread.agentId,
+      trigger,
+      meta: {},
+      requestedAt: this.clock.now().toISOString(),
+      correlationId: correlationId ?? randomUUID(),
+    };
+  }
+}

@@ -1,0 +1,28 @@
+import { randomUUID } from 'node:crypto';
+import { VigilError } from '../domain/errors.js';
+import type { AgentService } from './agent-service.js';
+import type { Clock, MemoryHit, MemoryRecord, Storage } from './ports.js';
+
+/** A user's long-term memories per agent; only the owner reads or deletes them (I12). */
+export class MemoryService {
+  constructor(private readonly storage: Storage, private readonly agents: AgentService, private readonly clock: Clock) {}
+
+  async add(userId: string, agentId: string, content: string): Promise<MemoryRecord> {
+    await this.agents.get(userId, agentId);
+    return this.storage.memories.add({ userId, agentId }, { id: randomUUID(), content }, this.clock.now().toISOString());
+  }
+
+  async list(userId: string, agentId: string, limit: number): Promise<MemoryRecord[]> {
+    await this.agents.get(userId, agentId);
+    return this.storage.memories.list({ userId, agentId }, { limit });
+  }
+
+  async search(userId: string, agentId: string, query: string, limit: number): Promise<MemoryHit[]> {
+    await this.agents.get(userId, agentId);
+    return this.storage.memories.search({ userId, agentId }, query, { limit });
+  }
+
+  async delete(userId: string, memoryId: string): Promise<void> {
+    if (!(await this.storage.memories.delete(userId, memoryId))) throw new VigilError('MEMORY_NOT_FOUND', `no memory "${memoryId}"`);
+  }
+}

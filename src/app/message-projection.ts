@@ -1,0 +1,29 @@
+import type { BaseMessage } from '@langchain/core/messages';
+import { previewOf } from '../domain/message-content.js';
+import { classifyMessage, isRealUserMessage } from '../domain/message-metadata.js';
+import type { NewStoredMessage } from './ports.js';
+
+/**
+ * The thread's messages are kept twice: in the LangGraph checkpoint (the truth the graph
+ * runs on) and in an indexed projection (thread_messages) that serves history pages and
+ * the thread list without deserialising a checkpoint. The projection is appended from
+ * graph state, in state order, after every step; replays are skipped by message id.
+ */
+export function toStoredMessage(message: BaseMessage, runId: string | null, now: string): NewStoredMessage {
+  const type = message.getType();
+  const classifiable = { type, content: message.content, additional_kwargs: message.additional_kwargs };
+  const classification = classifyMessage(classifiable);
+  if (!message.id) throw new Error('a message in graph state has no id'); // messagesStateReducer assigns one
+  return {
+    id: message.id,
+    type,
+    content: message.content,
+    additionalKwargs: { ...message.additional_kwargs },
+    responseMetadata: { ...(message.response_metadata ?? {}) },
+    visibility: classification.visibility,
+    runId,
+    createdAt: now,
+    preview: previewOf(message.content),
+    isRealUserMessage: isRealUserMessage(classifiable),
+  };
+}

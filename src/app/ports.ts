@@ -1,0 +1,212 @@
+/**
+ * Ports: what the application needs from the outside world. Adapters under
+ * src/adapters implement them; one contract suite (test/contract) runs every adapter
+ * against the same cases, on SQLite and on PostgreSQL.
+ */
+import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import type { Visibility } from '../domain/message-metadata.js';
+import type { RunStatus, RunTrigger } from '../domain/run-context.js';
+import type { VigilEvent } from '../domain/events.js';
+
+export type Iso = string; // ISO 8601 UTC timestamp
+
+// ---------- agents ----------
+export type AgentKind = 'chat' | 'planner';
+
+export interface AgentRecord {
+  id: string;
+  userId: string;
+  name: string;
+  kind: AgentKind;
+  systemPrompt: string;
+  /** `demo`, `openai:<model>`, `anthropic:<model>`; null = the server's configured default. */
+  model: string | null;
+  /** Agent policies (autonomy, memory, …) as validated JSON; each feature owns its key. */
+  settings: Record<string, unknown>;
+  createdAt: Iso;
+  updatedAt: Iso;
+}
+
+export type NewAgent = Omit<AgentRecord, 'createdAt' | 'updatedAt'>;
+
+export interface AgentRepository {
+  /** Fails with AGENT_EXISTS when (userId, id) is taken. */
+  create(agent: NewAgent, now: Iso): Promise<AgentRecord>;
+  get(userId: string, id: string): Promise<AgentRecord | undefined>;
+  list(userId: string): Promise<AgentRecord[]>;
+}
+
+// ---------- threads and their message projection ----------
+export interface ThreadRecord {
+  id: string;
+  userId: string;
+  agentId: string;
+  title: string | null;
+  createdAt: Iso;
+  updatedAt: Iso;
+  /** Time of the last real user message (I2: internal messages never move it). */
+  lastUserActivityAt: Iso | null;
+  /** Messages a person sees (I2), and the preview of the last one. */
+  visibleCount: number;
+  lastVisiblePreview: string | null;
+  lastVisibleAt: Iso | null;
+  /** Every projected message, visible or not. */
+  messageCount: number;
+}
+
+export interface NewThread {
+  id: string;
+  userId: string;
+  agentId: string;
+  title: string | null;
+}
+
+/** A message as the projection stores it: the LangChain message's serialisable fields. */
+export interface StoredMessage {
+  threadId: string;
+  seq: number; // 0-based position in the thread's message list
+  id: string; // LangChain message id
+  type: string; // 'human' | 'ai' | 'system' | 'tool'
+  content: unknown; // string or array of content blocks, stored as JSON
+  additionalKwargs: Record<string, unknown>;
+  responseMetadata: Record<string, unknown>;
+  visibility: Visibility;
+  runId: string | null;
+  createdAt: Iso;
+}
+
+export type NewStoredMessage = Omit<StoredMessage, 'threadId' | 'seq'> & {
+  /** Plain-text preview (textOf) used for the thread list when visible. */
+  preview: string;
+  /** True for a real person's message: moves lastUserActivityAt (I2). */
+  isRealUserMessage: boolean;
+};
+
+export interface ThreadPage {
+  threads: ThreadRecord[];
+  nextCursor: string | null;
+}
+
+export interface MessagePage {
+  /** Oldest first within the page. */
+  messages: StoredMessage[];
+  /** Cursor for the next older page, or null at the start of the thread. */
+  nextCursor: string | null;
+}
+
+export interface ThreadRepository {
+  create(thread: NewThread, now: Iso): Promise<ThreadRecord>;
+  /** Only the owner's thread: another user's id answers undefined (I12). */
+  get(userId: string, threadId: string): Promise<ThreadRecord | undefined>;
+  /** Indexed by user, newest activity first; never a scan of checkpoints. */
+  list(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage>;
+  /**
+   * Append messages after the thread's current last seq, atomically with the thread's
+   * counters. Idempotent: a message whose id is already stored for the thread is skipped.
+   * Returns the messages actually stored.
+   */
+  appendMessages(threadId: string, messages: NewStoredMessage[], now: Iso): Promise<StoredMessage[]>;
+  /** A page of the projection, newest page first; `visibility: 'user'` hides internal ones (I2). */
+  history(threadId: string, options: { visibility: 'user' | 'all'; limit: number; cursor?: string | undefined }): Promise<MessagePage>;
+}
+
+// ---------- runs ----------
+export interface RunRecord {
+  id: string;
+  threadId: string;
+  userId: string;
+  agentId: string;
+  trigger: RunTrigger;
+  meta: Record<string, unknown>;
+  correlationId: string;
+  status: RunStatus;
+  /** Why it ended the way it did (a bound, a cancel, an error code). */
+  reason: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  model: string;
+  requestedAt: Iso;
+  startedAt: Iso;
+  endedAt: Iso | null;
+}
+
+export type NewRun = Omit<RunRecord, 'status' | 'reason' | 'errorCode' | 'errorMessage' | 'endedAt'>;
+
+export interface RunEnd {
+  status: Exclude<RunStatus, 'running'>;
+  reason?: string | null;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  endedAt: Iso;
+}
+
+export interface RunRepository {
+  create(run: NewRun): Promise<RunRecord>;
+  finish(runId: string, end: RunEnd): Promise<RunRecord>;
+  get(userId: string, runId: string): Promise<RunRecord | undefined>;
+  listByThread(userId: string, threadId: string, options: { limit: number }): Promise<RunRecord[]>;
+}
+
+// ---------- long-term memory ----------
+export interface MemoryNamespace {
+  userId: string;
+  agentId: string;
+}
+
+export interface MemoryRecord {
+  id: string;
+  userId: string;
+  agentId: string;
+  content: string;
+  createdAt: Iso;
+}
+
+export interface MemoryHit extends MemoryRecord {
+  /** Higher is more relevant; comparable only within one search. */
+  score: number;
+}
+
+export interface MemoryStore {
+  add(namespace: MemoryNamespace, memory: { id: string; content: string }, now: Iso): Promise<MemoryRecord>;
+  /** Real full-text search (SQLite FTS5, PostgreSQL tsvector), only within the namespace. */
+  search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]>;
+  list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]>;
+  /** Deletes only the user's own memory; false when there is none. */
+  delete(userId: string, memoryId: string): Promise<boolean>;
+}
+
+// ---------- storage as a whole ----------
+export interface Storage {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly agents: AgentRepository;
+  readonly threads: ThreadRepository;
+  readonly runs: RunRepository;
+  readonly memories: MemoryStore;
+  /** The LangGraph checkpointer for thread state, on the same backend. */
+  readonly checkpointer: BaseCheckpointSaver;
+  /** Liveness of the database, for /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// ---------- events ----------
+export type EventHandler = (event: VigilEvent) => void;
+
+export interface EventBus {
+  publish(event: VigilEvent): void;
+  /** Subscribe to one thread's events; returns the unsubscribe function. */
+  subscribe(threadId: string, handler: EventHandler): () => void;
+}
+
+// ---------- time and ids ----------
+export interface Clock {
+  now(): Date;
+}
+
+export interface IdGenerator {
+  next(): string;
+}
+
+// ---------- models ----------
+/** Resolves a model spec (`demo`, `openai:<model>`, `anthropic:<model>`) to a LangChain chat model. */
+export type ChatModelResolver = (spec: string) => import('@langchain/core/language_models/chat_models').BaseChatModel;

@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { VigilError } from './domain/errors.js';
+
+/**
+ * Every setting, in one zod schema. Sources, later wins: defaults < config file
+ * (VIGIL_CONFIG_FILE, JSON) < environment. Validated once at start-up and frozen; a bad
+ * setting stops start-up with a message naming it.
+ */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
+
+const modelSpecSchema = z
+  .string()
+  .regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
+
+const authTokensSchema = z
+  .string()
+  .transform((raw, context) => {
+    const tokens = new Map<string, string>(); // token → user id
+    for (const pair of raw.split(',').map((part) => part.trim()).filter(Boolean)) {
+      const separator = pair.indexOf(':');
+      const user = pair.slice(0, separator).trim();
+      const token = pair.slice(separator + 1).trim();
+      if (separator <= 0 || !user || !token) {
+        context.addIssue({ code: 'custom', message: 'each entry must be "user:token"' });
+        return z.NEVER;
+      }
+      if (!/^[A-Za-z0-9._@-]{1,64}$/.test(user)) {
+        context.addIssue({ code: 'custom', message: `user id "${user}" may only use letters, digits and . _ @ -` });
+        return z.NEVER;
+      }
+      if (token.length < 16) {
+        context.addIssue({ code: 'custom', message: `the token of "${user}" is shorter than 16 characters` });
+        return z.NEVER;
+      }
+      tokens.set(token, user);
+    }
+    return tokens;
+  });
+
+export const configSchema = z
+  .object({
+    VIGIL_HOST: z.string().min(1).default('127.0.0.1'),
+    VIGIL_PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+    VIGIL_DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql:// (leave unset for SQLite)')
+      .optional(),
+    VIGIL_DATABASE_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lowercase PostgreSQL identifier').default('public'),
+    VIGIL_AUTH_TOKENS: authTokensSchema.optional(),
+    VIGIL_MODEL: modelSpecSchema.optional(),
+    OPENAI_API_KEY: z.string().min(1).optional(),
+    OPENAI_BASE_URL: z.string().url().optional(),
+    ANTHROPIC_API_KEY: z.string().min(1).optional(),
+    VIGIL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+    VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+  })
+  .superRefine((value, context) => {
+    if (!value.VIGIL_AUTH_TOKENS?.size && !LOOPBACK_HOSTS.has(value.VIGIL_HOST)) {
+      context.addIssue({
+        code: 'custom',
+        path: ['VIGIL_HOST'],
+        message: `refusing to bind ${value.VIGIL_HOST} without VIGIL_AUTH_TOKENS: with no tokens the server serves one local user and only on a loopback host`,
+      });
+    }
+    const model = value.VIGIL_MODEL;
+    if (model?.startsWith('anthropic:') && !value.ANTHROPIC_API_KEY) {
+      context.addIssue({ code: 'custom', path: ['ANTHROPIC_API_KEY'], message: 'is required when VIGIL_MODEL is anthropic:<model>' });
+    }
+    if (model?.startsWith('openai:') && !value.OPENAI_API_KEY && !value.OPENAI_BASE_URL) {
+      context.addIssue({ code: 'custom', path: ['OPENAI_API_KEY'], message: 'is required when VIGIL_MODEL is openai:<model> (or set OPENAI_BASE_URL for a local server)' });
+    }
+  });
+
+type Parsed = z.infer<typeof configSchema>;
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  /** PostgreSQL schema for vigil's tables and checkpoints. */
+  readonly databaseSchema: string;
+  /** token → user id; empty means one local user and loopback only. */
+  readonly authTokens: ReadonlyMap<string, string>;
+  readonly model: string; // 'demo' when none is configured
+  readonly modelConfigured: boolean;
+  readonly openaiApiKey: string | undefined;
+  readonly openaiBaseUrl: string | undefined;
+  readonly anthropicApiKey: string | undefined;
+  readonly logLevel: Parsed['VIGIL_LOG_LEVEL'];
+  readonly bodyLimit: number;
+  readonly modelTimeoutMs: number;
+}
+
+/** The user id of the single local user when no tokens are configured. */
+export const LOCAL_USER_ID = 'local';
+
+/** Names of settings, for the README table and the test that keeps it in step. */
+export const SETTING_NAMES = [...Object.keys(configSchema.shape), 'VIGIL_CONFIG_FILE'] as const;
+
+export function loadConfig(environment: Record<string, string | undefined> = process.env): Config {
+  const fromFile = readConfigFile(environment.VIGIL_CONFIG_FILE);
+  const merged: Record<string, unknown> = { ...fromFile };
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = environment[key];
+    if (value !== undefined && value !== '') merged[key] = value;
+  }
+  const result = configSchema.safeParse(merged);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(config)'}: ${issue.message}`);
+    throw new VigilError('CONFIG_INVALID', `invalid configuration — ${problems.join('; ')}`, { details: problems });
+  }
+  const value = result.data;
+  return Object.freeze({
+    host: value.VIGIL_HOST,
+    port: value.VIGIL_PORT,
+    dataDir: value.VIGIL_DATA_DIR,
+    databaseUrl: value.DATABASE_URL,
+    databaseSchema: value.VIGIL_DATABASE_SCHEMA,
+    authTokens: value.VIGIL_AUTH_TOKENS ?? new Map(),
+    model: value.VIGIL_MODEL ?? 'demo',
+    modelConfigured: value.VIGIL_MODEL !== undefined,
+    openaiApiKey: value.OPENAI_API_KEY,
+    openaiBaseUrl: value.OPENAI_BASE_URL,
+    anthropicApiKey: value.ANTHROPIC_API_KEY,
+    logLevel: value.VIGIL_LOG_LEVEL,
+    bodyLimit: value.VIGIL_BODY_LIMIT,
+    modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
+  });
+}
+
+function readConfigFile(path: string | undefined): Record<string, unknown> {
+  if (!path) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new VigilError('CONFIG_INVALID', `VIGIL_CONFIG_FILE: cannot read ${path} as JSON`, { cause: error });
+  }
+  const result = z.record(z.string(), z.union([z.string(), z.number()])).safeParse(parsed);
+  if (!result.success) throw new VigilError('CONFIG_INVALID', 'VIGIL_CONFIG_FILE: must be a JSON object of setting names to strings or numbers');
+  const known = new Set(Object.keys(configSchema.shape));
+  const unknown = Object.keys(result.data).filter((key) => !known.has(key));
+  if (unknown.length > 0) throw new VigilError('CONFIG_INVALID', `VIGIL_CONFIG_FILE: unknown setting ${unknown.join(', ')}`);
+  return Object.fromEntries(Object.entries(result.data).map(([key, value]) => [key, String(value)]));
+}

@@ -1,0 +1,47 @@
+/**
+ * One error type for the whole server. Each error carries a stable UPPER_SNAKE code and
+ * an HTTP status; callers recognise it by a marker property, not `instanceof`, so an
+ * error that crossed a package or realm boundary is still recognised.
+ */
+export const ERROR_CODES = {
+  VALIDATION_FAILED: { status: 400, description: 'The request body, query or params failed validation (wrong type, missing or unknown field).' },
+  MALFORMED_JSON: { status: 400, description: 'The request body is not valid JSON.' },
+  UNAUTHORIZED: { status: 401, description: 'No bearer token, or one that is not configured.' },
+  NOT_FOUND: { status: 404, description: 'No such route.' },
+  AGENT_NOT_FOUND: { status: 404, description: 'No agent with this id belongs to you.' },
+  THREAD_NOT_FOUND: { status: 404, description: 'No thread with this id belongs to you.' },
+  RUN_NOT_FOUND: { status: 404, description: 'No run with this id belongs to you.' },
+  MEMORY_NOT_FOUND: { status: 404, description: 'No memory with this id belongs to you.' },
+  AGENT_EXISTS: { status: 409, description: 'An agent with this id already exists.' },
+  RUN_IN_PROGRESS: { status: 409, description: 'The thread already has a run in progress.' },
+  BODY_TOO_LARGE: { status: 413, description: 'The request body exceeds the configured limit (VIGIL_BODY_LIMIT).' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, description: 'The request body is not application/json.' },
+  RUN_CANCELLED: { status: 499, description: 'The run was cancelled before it finished.' },
+  INTERNAL: { status: 500, description: 'An unexpected server error; the log has the details.' },
+  MODEL_ERROR: { status: 502, description: 'The model provider failed or returned an unusable answer.' },
+  CONFIG_INVALID: { status: 500, description: 'A setting is invalid; the server refuses to start.' },
+  INTEGRITY_CHECK_FAILED: { status: 500, description: 'Message metadata did not survive a checkpoint round trip (I3); the server refuses to start.' },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+const MARKER = Symbol.for('vigil.error');
+
+export class VigilError extends Error {
+  readonly [MARKER] = true;
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; details?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'VigilError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.details = options.details;
+  }
+}
+
+export function isVigilError(value: unknown): value is VigilError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[MARKER] === true;
+}

@@ -1,0 +1,26 @@
+/**
+ * Text of a LangChain message content, which is either a string or an array of content
+ * blocks (text, image_url, …). Never `String(content)`: on an array that yields
+ * "[object Object]", which once became a memory search query in a seed system.
+ */
+export type MessageContent = string | ReadonlyArray<unknown>;
+
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  const parts: string[] = [];
+  for (const block of content) {
+    if (typeof block === 'string') parts.push(block);
+    else if (block && typeof block === 'object') {
+      const record = block as Record<string, unknown>;
+      if ((record.type === 'text' || record.type === undefined) && typeof record.text === 'string') parts.push(record.text);
+    }
+  }
+  return parts.join(' ').trim();
+}
+
+/** A short single-line preview of a message's text, for thread lists and logs. */
+export function previewOf(content: unknown, maxChars = 120): string {
+  const text = textOf(content).replace(/\s+/g, ' ').trim();
+  return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
+}

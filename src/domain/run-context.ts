@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+/** Why a run happens. */
+export const RUN_TRIGGERS = ['user', 'autonomy', 'cron', 'webhook', 'channel', 'heartbeat'] as const;
+export type RunTrigger = (typeof RUN_TRIGGERS)[number];
+export const runTriggerSchema = z.enum(RUN_TRIGGERS);
+
+/** The single carrier of run metadata from every entry point. */
+export interface RunContext {
+  readonly runId: string;
+  readonly threadId: string;
+  readonly userId: string;
+  readonly agentId: string;
+  readonly trigger: RunTrigger;
+  readonly meta: Readonly<Record<string, unknown>>;
+  readonly requestedAt: string; // ISO 8601 UTC
+  readonly correlationId: string;
+}
+
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];

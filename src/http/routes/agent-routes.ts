@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { HttpDependencies } from '../http-dependencies.js';
+import { agentDto, agentParams, createAgentBody, createMemoryBody, errorBody, listMemoriesQuery, memoryDto, memoryParams, toAgentDto, toMemoryDto } from '../schemas.js';
+
+export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post('/api/agents', { schema: { tags: ['agents'], body: createAgentBody, response: { 201: agentDto, 400: errorBody, 409: errorBody } } }, async (request, reply) => {
+      const agent = await deps.agents.create(request.userId, { ...request.body, settings: {} });
+      return reply.status(201).send(toAgentDto(agent));
+    });
+
+    app.get('/api/agents', { schema: { tags: ['agents'], response: { 200: z.object({ agents: z.array(agentDto) }) } } }, async (request) => ({
+      agents: (await deps.agents.list(request.userId)).map(toAgentDto),
+    }));
+
+    app.get('/api/agents/:agentId', { schema: { tags: ['agents'], params: agentParams, response: { 200: agentDto, 404: errorBody } } }, async (request) =>
+      toAgentDto(await deps.agents.get(request.userId, request.params.agentId)),
+    );
+
+    app.post(
+      '/api/agents/:agentId/memories',
+      { schema: { tags: ['memories'], params: agentParams, body: createMemoryBody, response: { 201: memoryDto, 404: errorBody } } },
+      async (request, reply) => reply.status(201).send(toMemoryDto(await deps.memories.add(request.userId, request.params.agentId, request.body.content))),
+    );
+
+    app.get(
+      '/api/agents/:agentId/memories',
+      { schema: { tags: ['memories'], params: agentParams, querystring: listMemoriesQuery, response: { 200: z.object({ memories: z.array(memoryDto) }) } } },
+      async (request) => {
+        const { q, limit } = request.query;
+        const memories = q
+          ? await deps.memories.search(request.userId, request.params.agentId, q, limit)
+          : await deps.memories.list(request.userId, request.params.agentId, limit);
+        return { memories: memories.map(toMemoryDto) };
+      },
+    );
+
+    app.delete('/api/memories/:memoryId', { schema: { tags: ['memories'], params: memoryParams } }, async (request, reply) => {
+      await deps.memories.delete(request.userId, request.params.memoryId);
+      return reply.status(204).send();
+    });
+  };
+}

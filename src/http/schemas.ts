@@ -1,0 +1,155 @@
+import { z } from 'zod';
+import { publicMetadataOf } from '../app/run-coordinator.js';
+import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
+
+/**
+ * Every request shape is a strict zod object: unknown fields are refused, so a client
+ * can never smuggle message metadata (additional_kwargs, synthetic, …) into a thread.
+ */
+const textBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) }).strict();
+const imageBlock = z
+  .object({
+    type: z.literal('image_url'),
+    image_url: z.union([z.string().min(1), z.object({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }).strict()]),
+  })
+  .strict();
+export const messageContentSchema = z.union([
+  z.string().trim().min(1, 'must not be empty').max(100_000),
+  z.array(z.discriminatedUnion('type', [textBlock, imageBlock])).min(1).max(32),
+]);
+
+export const idParam = z.string().min(1).max(128);
+export const agentIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, _ and -, at most 64');
+const modelSpec = z.string().regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
+const limit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);
+
+export const createAgentBody = z
+  .object({
+    id: agentIdSchema,
+    name: z.string().trim().min(1).max(200),
+    kind: z.enum(['chat', 'planner']).default('chat'),
+    systemPrompt: z.string().max(20_000).default('You are a helpful assistant. Answer clearly and briefly.'),
+    model: modelSpec.nullable().default(null),
+  })
+  .strict();
+export const agentParams = z.object({ agentId: idParam }).strict();
+export const createThreadBody = z.object({ agentId: idParam.optional(), title: z.string().trim().min(1).max(200).optional() }).strict();
+export const threadParams = z.object({ threadId: idParam }).strict();
+export const runParams = z.object({ runId: idParam }).strict();
+export const memoryParams = z.object({ memoryId: idParam }).strict();
+export const listThreadsQuery = z.object({ limit: limit(20, 100), cursor: z.string().max(512).optional() }).strict();
+export const historyQuery = z
+  .object({ limit: limit(50, 200), cursor: z.string().max(512).optional(), include: z.enum(['internal']).optional() })
+  .strict();
+export const listRunsQuery = z.object({ limit: limit(20, 100) }).strict();
+export const sendMessageBody = z.object({ content: messageContentSchema }).strict();
+export const createMemoryBody = z.object({ content: z.string().trim().min(1).max(10_000) }).strict();
+export const listMemoriesQuery = z.object({ q: z.string().trim().min(1).max(1000).optional(), limit: limit(20, 100) }).strict();
+
+// ---------- responses ----------
+export const errorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) });
+
+export const agentDto = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.enum(['chat', 'planner']),
+  systemPrompt: z.string(),
+  model: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export const threadDto = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  title: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  lastUserActivityAt: z.string().nullable(),
+  messageCount: z.number().int().describe('visible messages only (I2)'),
+  preview: z.string().nullable().describe('the last visible message'),
+  lastMessageAt: z.string().nullable(),
+});
+export const messageDto = z.object({
+  id: z.string(),
+  role: z.enum(['user', 'assistant', 'system', 'tool']),
+  content: z.unknown(),
+  createdAt: z.string(),
+  runId: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  visibility: z.enum(['user', 'internal']).optional().describe('present with include=internal'),
+  additionalKwargs: z.record(z.string(), z.unknown()).optional().describe('present with include=internal'),
+});
+export const runDto = z.object({
+  id: z.string(),
+  threadId: z.string(),
+  agentId: z.string(),
+  trigger: z.string(),
+  meta: z.record(z.string(), z.unknown()),
+  correlationId: z.string(),
+  status: z.string(),
+  reason: z.string().nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  model: z.string(),
+  requestedAt: z.string(),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+});
+export const memoryDto = z.object({ id: z.string(), agentId: z.string(), content: z.string(), createdAt: z.string(), score: z.number().optional() });
+
+export function toAgentDto(agent: AgentRecord): z.infer<typeof agentDto> {
+  return { id: agent.id, name: agent.name, kind: agent.kind, systemPrompt: agent.systemPrompt, model: agent.model, createdAt: agent.createdAt, updatedAt: agent.updatedAt };
+}
+
+export function toThreadDto(thread: ThreadRecord): z.infer<typeof threadDto> {
+  return {
+    id: thread.id,
+    agentId: thread.agentId,
+    title: thread.title,
+    createdAt: thread.createdAt,
+    updatedAt: thread.updatedAt,
+    lastUserActivityAt: thread.lastUserActivityAt,
+    messageCount: thread.visibleCount,
+    preview: thread.lastVisiblePreview,
+    lastMessageAt: thread.lastVisibleAt,
+  };
+}
+
+const ROLES: Record<string, z.infer<typeof messageDto>['role']> = { human: 'user', ai: 'assistant', system: 'system', tool: 'tool' };
+
+export function toMessageDto(message: StoredMessage, includeInternal: boolean): z.infer<typeof messageDto> {
+  const dto: z.infer<typeof messageDto> = {
+    id: message.id,
+    role: ROLES[message.type] ?? 'system',
+    content: message.content,
+    createdAt: message.createdAt,
+    runId: message.runId,
+    metadata: publicMetadataOf(message),
+  };
+  if (includeInternal) {
+    dto.visibility = message.visibility;
+    dto.additionalKwargs = message.additionalKwargs;
+  }
+  return dto;
+}
+
+export function toRunDto(run: RunRecord): z.infer<typeof runDto> {
+  return {
+    id: run.id,
+    threadId: run.threadId,
+    agentId: run.agentId,
+    trigger: run.trigger,
+    meta: run.meta,
+    correlationId: run.correlationId,
+    status: run.status,
+    reason: run.reason,
+    error: run.errorCode && run.errorCode !== 'RUN_CANCELLED' ? { code: run.errorCode, message: run.errorMessage ?? '' } : null,
+    model: run.model,
+    requestedAt: run.requestedAt,
+    startedAt: run.startedAt,
+    endedAt: run.endedAt,
+  };
+}
+
+export function toMemoryDto(memory: MemoryRecord | MemoryHit): z.infer<typeof memoryDto> {
+  return { id: memory.id, agentId: memory.agentId, content: memory.content, createdAt: memory.createdAt, ...('score' in memory ? { score: memory.score } : {}) };
+}

@@ -1,0 +1,79 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import fastifyWebsocket from '@fastify/websocket';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { HttpDependencies } from './http-dependencies.js';
+import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
+import { agentRoutes } from './routes/agent-routes.js';
+import { threadRoutes } from './routes/thread-routes.js';
+import { registerWebSocket } from './websocket.js';
+
+const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json']);
+
+/** The Fastify application: routes, zod schemas, auth, errors, WebSocket. Not listening yet. */
+export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: 'requestId',
+    disableRequestLogging: false,
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  // JSON only: a text/plain body is refused with 415 instead of reaching a schema as a string.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  app.decorateRequest('userId', '');
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'vigil', version: '0.1.0', description: 'A server for LLM agents that act on their own.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifyWebsocket, { options: { maxPayload: 1024 * 1024 } });
+
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    deps.withLogContext({ requestId: request.id }, () => {
+      const path = request.url.split('?')[0] ?? '';
+      if (PUBLIC_PATHS.has(path)) return done();
+      try {
+        const token = new URLSearchParams(request.url.split('?')[1] ?? '').get('token') ?? undefined;
+        // Browsers cannot set headers on a WebSocket: it may pass ?token= instead.
+        request.userId = deps.auth.authenticate(request.headers.authorization, path === '/api/ws' ? token : undefined);
+        done();
+      } catch (error) {
+        const vigilError = toVigilError(error);
+        void reply.status(vigilError.status).send(errorPayload(vigilError));
+      }
+    });
+  });
+
+  app.get('/healthz', { schema: { tags: ['health'], response: { 200: z.object({ status: z.literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+  app.get(
+    '/readyz',
+    { schema: { tags: ['health'], response: { 200: z.object({ status: z.literal('ready'), storage: z.string(), model: z.string(), demo: z.boolean() }) } } },
+    async () => {
+      await deps.ping();
+      return { status: 'ready' as const, storage: deps.storageKind, model: deps.model.label, demo: deps.model.demo };
+    },
+  );
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(agentRoutes(deps));
+  await app.register(threadRoutes(deps));
+  registerWebSocket(app, deps);
+  return app;
+}

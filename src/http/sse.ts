@@ -1,0 +1,59 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { VigilEvent } from '../domain/events.js';
+import type { HttpDependencies } from './http-dependencies.js';
+import { toVigilError } from './errors.js';
+
+export function wantsEventStream(request: FastifyRequest): boolean {
+  return (request.headers.accept ?? '').includes('text/event-stream');
+}
+
+/**
+ * Stream one run's events as server-sent events, ending after `run.end`. The run is not
+ * tied to the connection: if the client goes away the run still finishes and its reply
+ * is saved, visible in history.
+ */
+export async function streamRunAsSse(
+  deps: HttpDependencies,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  target: { threadId: string; runId: string },
+  start: () => Promise<unknown>,
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  let open = true;
+  raw.on('close', () => {
+    open = false;
+  });
+  const write = (event: VigilEvent) => {
+    if (open) raw.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+  };
+  let ended!: () => void;
+  const runEnded = new Promise<void>((resolve) => {
+    ended = resolve;
+  });
+  const unsubscribe = deps.events.subscribe(target.threadId, (event) => {
+    if (event.runId !== target.runId) return;
+    write(event);
+    if (event.type === 'run.end') ended();
+  });
+  try {
+    await start();
+    await runEnded;
+  } catch (error) {
+    // The run never started (e.g. it could not be recorded): say so, then end the stream.
+    const vigilError = toVigilError(error);
+    request.log.error({ err: error }, 'run could not start');
+    write({ type: 'error', threadId: target.threadId, runId: target.runId, at: new Date().toISOString(), code: vigilError.code, message: vigilError.message });
+  } finally {
+    unsubscribe();
+    if (open) raw.end();
+  }
+}

@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from '@fastify/websocket';
+import { z } from 'zod';
+import { VigilError } from '../domain/errors.js';
+import type { VigilEvent } from '../domain/events.js';
+import type { HttpDependencies } from './http-dependencies.js';
+import { toVigilError } from './errors.js';
+import { idParam, messageContentSchema } from './schemas.js';
+
+/** What a client may send over /api/ws; every frame is validated, unknown fields refused. */
+export const clientFrameSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('thread.subscribe'), threadId: idParam }).strict(),
+  z.object({ type: z.literal('thread.unsubscribe'), threadId: idParam }).strict(),
+  z.object({ type: z.literal('message.send'), threadId: idParam, content: messageContentSchema, requestId: z.string().max(128).optional() }).strict(),
+  z.object({ type: z.literal('run.cancel'), runId: idParam }).strict(),
+]);
+export type ClientFrame = z.infer<typeof clientFrameSchema>;
+
+const MAX_FRAME_BYTES = 256 * 1024;
+
+export function registerWebSocket(app: FastifyInstance, deps: HttpDependencies): void {
+  app.get('/api/ws', { websocket: true, schema: { hide: true } }, (socket, request) => {
+    new Connection(socket, request, deps).start();
+  });
+}
+
+/** One client connection: its subscriptions and the frames it sends. */
+class Connection {
+  private readonly subscriptions = new Map<string, () => void>();
+
+  constructor(private readonly socket: WebSocket, private readonly request: FastifyRequest, private readonly deps: HttpDependencies) {}
+
+  start(): void {
+    this.socket.on('message', (data, isBinary) => {
+      void this.onFrame(data as Buffer, isBinary);
+    });
+    this.socket.on('close', () => {
+      for (const unsubscribe of this.subscriptions.values()) unsubscribe();
+      this.subscriptions.clear();
+    });
+  }
+
+  private get userId(): string {
+    return this.request.userId;
+  }
+
+  private async onFrame(data: Buffer, isBinary: boolean): Promise<void> {
+    let parsed: unknown;
+    try {
+      if (isBinary) throw new VigilError('VALIDATION_FAILED', 'frames must be text');
+      if (data.byteLength > MAX_FRAME_BYTES) throw new VigilError('BODY_TOO_LARGE', `frames are limited to ${MAX_FRAME_BYTES} bytes`);
+      try {
+        parsed = JSON.parse(data.toString('utf8'));
+      } catch (error) {
+        throw new VigilError('MALFORMED_JSON', 'the frame is not valid JSON', { cause: error });
+      }
+      const result = clientFrameSchema.safeParse(parsed);
+      if (!result.success) {
+        const details = result.error.issues.map((issue) => ({ path: `/${issue.path.join('/')}`, message: issue.message }));
+        throw new VigilError('VALIDATION_FAILED', details.map((detail) => `${detail.path} ${detail.message}`).join('; '), { details });
+      }
+      await this.handle(result.data);
+    } catch (error) {
+      const vigilError = toVigilError(error);
+      if (vigilError.status >= 500) this.request.log.error({ err: error }, 'websocket frame failed');
+      // Echo the frame's thread id when it has one, so a client can tell which request failed.
+      const threadId = z.object({ threadId: z.string().max(128) }).safeParse(parsed);
+      this.send({ type: 'error', at: new Date().toISOString(), code: vigilError.code, message: vigilError.message, ...(threadId.success ? { threadId: threadId.data.threadId } : {}) });
+    }
+  }
+
+  private async handle(frame: ClientFrame): Promise<void> {
+    switch (frame.type) {
+      case 'thread.subscribe':
+        await this.deps.conversations.getThread(this.userId, frame.threadId); // I12: 404 for others' threads
+        this.subscribe(frame.threadId);
+        return;
+      case 'thread.unsubscribe':
+        this.subscriptions.get(frame.threadId)?.();
+        this.subscriptions.delete(frame.threadId);
+        return;
+      case 'message.send': {
+        await this.deps.conversations.getThread(this.userId, frame.threadId);
+        this.subscribe(frame.threadId); // the sender always sees its own run
+        await this.deps.conversations.sendMessage(this.userId, frame.threadId, frame.content, { runId: randomUUID(), correlationId: frame.requestId ?? this.request.id });
+        return;
+      }
+      case 'run.cancel':
+        await this.deps.conversations.cancelRun(this.userId, frame.runId);
+        return;
+    }
+  }
+
+  private subscribe(threadId: string): void {
+    if (this.subscriptions.has(threadId)) return;
+    this.subscriptions.set(threadId, this.deps.events.subscribe(threadId, (event) => this.send(event)));
+  }
+
+  private send(event: VigilEvent): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(event));
+  }
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { isVigilError } from '../../src/domain/errors.js';
+
+function configError(environment: Record<string, string>): string {
+  try {
+    loadConfig(environment);
+  } catch (error) {
+    if (isVigilError(error) && error.code === 'CONFIG_INVALID') return error.message;
+    throw error;
+  }
+  throw new Error('expected CONFIG_INVALID');
+}
+
+describe('config', () => {
+  it('defaults: loopback, port 8787, SQLite under ./data, demo model, one local user', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ host: '127.0.0.1', port: 8787, dataDir: './data', databaseUrl: undefined, model: 'demo', modelConfigured: false });
+    expect(config.authTokens.size).toBe(0);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('names the bad setting', () => {
+    expect(configError({ VIGIL_PORT: 'eighty' })).toContain('VIGIL_PORT');
+    expect(configError({ VIGIL_MODEL: 'gpt-4' })).toContain('VIGIL_MODEL');
+    expect(configError({ DATABASE_URL: 'mysql://x' })).toContain('DATABASE_URL');
+    expect(configError({ VIGIL_LOG_LEVEL: 'loud' })).toContain('VIGIL_LOG_LEVEL');
+    expect(configError({ VIGIL_AUTH_TOKENS: 'alice' })).toContain('VIGIL_AUTH_TOKENS');
+    expect(configError({ VIGIL_AUTH_TOKENS: 'alice:short' })).toContain('shorter than 16');
+    expect(configError({ VIGIL_MODEL: 'anthropic:claude-sonnet-4-5' })).toContain('ANTHROPIC_API_KEY');
+  });
+
+  it('I12: refuses a non-loopback host without tokens, allows it with them', () => {
+    expect(configError({ VIGIL_HOST: '0.0.0.0' })).toContain('VIGIL_HOST');
+    const config = loadConfig({ VIGIL_HOST: '0.0.0.0', VIGIL_AUTH_TOKENS: 'alice:aaaaaaaaaaaaaaaa,bob:bbbbbbbbbbbbbbbb' });
+    expect([...config.authTokens.entries()]).toEqual([
+      ['aaaaaaaaaaaaaaaa', 'alice'],
+      ['bbbbbbbbbbbbbbbb', 'bob'],
+    ]);
+  });
+
+  it('reads a config file, with the environment winning, and refuses unknown names in it', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'vigil-config-'));
+    const file = join(directory, 'vigil.json');
+    writeFileSync(file, JSON.stringify({ VIGIL_PORT: 9000, VIGIL_DATA_DIR: '/tmp/x' }));
+    expect(loadConfig({ VIGIL_CONFIG_FILE: file, VIGIL_PORT: '9100' })).toMatchObject({ port: 9100, dataDir: '/tmp/x' });
+    writeFileSync(file, JSON.stringify({ VIGIL_PROT: 9000 }));
+    expect(configError({ VIGIL_CONFIG_FILE: file })).toContain('VIGIL_PROT');
+  });
+});
