@@ -1,0 +1,68 @@
+import type { Selectable } from 'kysely';
+import type { AgentKind, AgentRecord, AgentRepository, Iso, NewAgent } from '../../app/ports.js';
+import { VigilError } from '../../domain/errors.js';
+import type { AgentsTable, SqlContext } from './database.js';
+import { decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
+
+export class SqlAgentRepository implements AgentRepository {
+  readonly #context: SqlContext;
+
+  constructor(context: SqlContext) {
+    this.#context = context;
+  }
+
+  async create(agent: NewAgent, now: Iso): Promise<AgentRecord> {
+    const at = isoForDatabase(now);
+    // ON CONFLICT DO NOTHING detects the duplicate the same way on both backends, writes
+    // nothing, and (unlike catching the error) leaves an enclosing PostgreSQL
+    // transaction usable.
+    const row = await this.#context.db
+      .insertInto('agents')
+      .values({
+        user_id: agent.userId,
+        id: agent.id,
+        name: agent.name,
+        kind: agent.kind,
+        system_prompt: agent.systemPrompt,
+        model: agent.model,
+        settings: encodeJson(agent.settings),
+        created_at: at,
+        updated_at: at,
+      })
+      .onConflict((conflict) => conflict.columns(['user_id', 'id']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (row === undefined) throw new VigilError('AGENT_EXISTS', `an agent with id "${agent.id}" already exists`);
+    return toAgentRecord(row);
+  }
+
+  async get(userId: string, id: string): Promise<AgentRecord | undefined> {
+    const row = await this.#context.db.selectFrom('agents').selectAll().where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+    return row === undefined ? undefined : toAgentRecord(row);
+  }
+
+  async list(userId: string): Promise<AgentRecord[]> {
+    const rows = await this.#context.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .execute();
+    return rows.map(toAgentRecord);
+  }
+}
+
+function toAgentRecord(row: Selectable<AgentsTable>): AgentRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    name: row.name,
+    kind: row.kind as AgentKind,
+    systemPrompt: row.system_prompt,
+    model: row.model,
+    settings: decodeJsonRecord(row.settings),
+    createdAt: isoFromDatabase(row.created_at),
+    updatedAt: isoFromDatabase(row.updated_at),
+  };
+}

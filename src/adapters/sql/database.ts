@@ -1,0 +1,109 @@
+/**
+ * Kysely table types shared by the SQLite and PostgreSQL backends.
+ *
+ * Timestamps are written as ISO strings; SQLite reads them back as that text, pg as a
+ * `Date` (timestamptz), so reads go through `isoFromDatabase`. JSON columns are text on
+ * SQLite and json/jsonb on PostgreSQL, where the pool's type parsers hand them back as raw
+ * text, so both backends decode the same way (see json.ts).
+ */
+import type { ColumnType, Kysely, Transaction } from 'kysely';
+
+export type SqlDialectName = 'sqlite' | 'postgres';
+
+type Timestamp = ColumnType<Date | string, string, string>;
+type NullableTimestamp = ColumnType<Date | string | null, string | null, string | null>;
+/** JSON encoded as text: what we write, and what both backends hand back. */
+type JsonText = string;
+
+export interface AgentsTable {
+  user_id: string;
+  id: string;
+  name: string;
+  kind: string;
+  system_prompt: string;
+  model: string | null;
+  settings: JsonText;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ThreadsTable {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  title: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  last_user_activity_at: NullableTimestamp;
+  visible_count: number;
+  last_visible_preview: string | null;
+  last_visible_at: NullableTimestamp;
+  message_count: number;
+}
+
+export interface ThreadMessagesTable {
+  thread_id: string;
+  seq: number;
+  message_id: string;
+  type: string;
+  content: JsonText;
+  additional_kwargs: JsonText;
+  response_metadata: JsonText;
+  visibility: string;
+  run_id: string | null;
+  preview: string;
+  created_at: Timestamp;
+}
+
+export interface RunsTable {
+  id: string;
+  thread_id: string;
+  user_id: string;
+  agent_id: string;
+  trigger: string;
+  meta: JsonText;
+  correlation_id: string;
+  status: string;
+  reason: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  model: string;
+  requested_at: Timestamp;
+  started_at: Timestamp;
+  ended_at: NullableTimestamp;
+}
+
+/** SQLite adds an INTEGER PRIMARY KEY `row_id` for its FTS index; only raw SQL uses it. */
+export interface MemoriesTable {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  content: string;
+  created_at: Timestamp;
+}
+
+export interface VigilMigrationsTable {
+  version: number;
+  name: string;
+  applied_at: Timestamp;
+}
+
+export interface Database {
+  agents: AgentsTable;
+  threads: ThreadsTable;
+  thread_messages: ThreadMessagesTable;
+  runs: RunsTable;
+  memories: MemoriesTable;
+  vigil_migrations: VigilMigrationsTable;
+}
+
+/**
+ * What every repository gets: the query builder, which SQL dialect it speaks, and the way
+ * to run a transaction (on SQLite that also holds the checkpointer's writes back, see
+ * gated-sqlite-saver.ts).
+ */
+export interface SqlContext {
+  readonly db: Kysely<Database>;
+  readonly dialect: SqlDialectName;
+  transaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+}

@@ -1,0 +1,90 @@
+import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import type { Iso, MemoryHit, MemoryNamespace, MemoryRecord, MemoryStore } from '../../app/ports.js';
+import type { MemoriesTable, SqlContext } from './database.js';
+import { fts5MatchExpression, searchTerms, tsqueryExpression } from './search-terms.js';
+import { checkLimit, isoForDatabase, isoFromDatabase } from './values.js';
+
+type MemoryRow = Selectable<MemoriesTable>;
+type HitRow = MemoryRow & { score: number | string };
+
+export class SqlMemoryStore implements MemoryStore {
+  readonly #context: SqlContext;
+
+  constructor(context: SqlContext) {
+    this.#context = context;
+  }
+
+  async add(namespace: MemoryNamespace, memory: { id: string; content: string }, now: Iso): Promise<MemoryRecord> {
+    const row = await this.#context.db
+      .insertInto('memories')
+      .values({ id: memory.id, user_id: namespace.userId, agent_id: namespace.agentId, content: memory.content, created_at: isoForDatabase(now) })
+      .returning(['id', 'user_id', 'agent_id', 'content', 'created_at'])
+      .executeTakeFirstOrThrow();
+    return toMemoryRecord(row);
+  }
+
+  async search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]> {
+    const limit = checkLimit(options.limit);
+    const terms = searchTerms(query);
+    if (terms.length === 0) return [];
+    const rows = this.#context.dialect === 'sqlite' ? await this.#searchSqlite(namespace, terms, limit) : await this.#searchPostgres(namespace, terms, limit);
+    return rows.map((row) => ({ ...toMemoryRecord(row), score: Number(row.score) }));
+  }
+
+  // bm25() is lower-is-better; negate it so a higher score means more relevant.
+  async #searchSqlite(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
+    const result = await sql<HitRow>`
+      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, -bm25(memories_fts) AS score
+      FROM memories_fts
+      JOIN memories AS m ON m.row_id = memories_fts.rowid
+      WHERE memories_fts MATCH ${fts5MatchExpression(terms)}
+        AND m.user_id = ${namespace.userId}
+        AND m.agent_id = ${namespace.agentId}
+      ORDER BY bm25(memories_fts), m.created_at DESC, m.id
+      LIMIT ${limit}`.execute(this.#context.db);
+    return result.rows;
+  }
+
+  async #searchPostgres(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
+    // A query of stop words only becomes an empty tsquery, which matches nothing.
+    const result = await sql<HitRow>`
+      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, ts_rank(m.search, q.query) AS score
+      FROM memories AS m, to_tsquery('english', ${tsqueryExpression(terms)}) AS q (query)
+      WHERE m.user_id = ${namespace.userId}
+        AND m.agent_id = ${namespace.agentId}
+        AND m.search @@ q.query
+      ORDER BY score DESC, m.created_at DESC, m.id
+      LIMIT ${limit}`.execute(this.#context.db);
+    return result.rows;
+  }
+
+  /** Newest first. */
+  async list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]> {
+    const rows = await this.#context.db
+      .selectFrom('memories')
+      .select(['id', 'user_id', 'agent_id', 'content', 'created_at'])
+      .where('user_id', '=', namespace.userId)
+      .where('agent_id', '=', namespace.agentId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(checkLimit(options.limit))
+      .execute();
+    return rows.map(toMemoryRecord);
+  }
+
+  async delete(userId: string, memoryId: string): Promise<boolean> {
+    const result = await this.#context.db.deleteFrom('memories').where('id', '=', memoryId).where('user_id', '=', userId).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+}
+
+function toMemoryRecord(row: MemoryRow): MemoryRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    agentId: row.agent_id,
+    content: row.content,
+    createdAt: isoFromDatabase(row.created_at),
+  };
+}

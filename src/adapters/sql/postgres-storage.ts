@@ -1,0 +1,72 @@
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Storage } from '../../app/ports.js';
+import { VigilError } from '../../domain/errors.js';
+import type { Database, SqlContext } from './database.js';
+import { migrate } from './migrator.js';
+import { SqlStorage } from './sql-storage.js';
+
+/** Unquoted, lower-case identifiers only: search_path and PostgresSaver must agree on the name. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** A connection attempt that hangs fails instead, so ping() (for /readyz) answers. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+
+/**
+ * JSON columns come back as their raw text, as on SQLite, so one decoder serves both
+ * backends and a stored JSON string is never mistaken for already-parsed JSON.
+ */
+const jsonAsText: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === JSON_OID || oid === JSONB_OID ? (value: string) => value : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/**
+ * App tables through Kysely and checkpoints through LangGraph's PostgresSaver, both in
+ * `schema` (created if missing). Each has its own pool.
+ */
+export async function openPostgresStorage(options: { connectionString: string; schema?: string | undefined; logger: Logger }): Promise<Storage> {
+  const schema = options.schema ?? 'public';
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new VigilError('CONFIG_INVALID', `invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _`);
+  }
+  const pool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types: jsonAsText });
+  watch(pool, options.logger, 'app tables');
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({
+      pool,
+      // Set on every new connection (a URL's own ?options= would override a pool option).
+      onCreateConnection: async (connection) => {
+        await connection.executeQuery(sql`SET search_path TO ${sql.id(schema)}`.compile(db));
+      },
+    }),
+  });
+  // What PostgresSaver.fromConnString does, but with a pool we can watch for errors.
+  const saverPool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  watch(saverPool, options.logger, 'checkpoints');
+  const checkpointer = new PostgresSaver(saverPool, undefined, { schema });
+  const release = async (): Promise<void> => {
+    await Promise.all([db.destroy(), checkpointer.end()]);
+  };
+  try {
+    await migrate(db, { dialect: 'postgres', logger: options.logger, schema, alsoUnderLock: () => checkpointer.setup() });
+  } catch (error) {
+    await release().catch(() => undefined);
+    throw error;
+  }
+  const context: SqlContext = { db, dialect: 'postgres', transaction: (work) => db.transaction().execute(work) };
+  options.logger.debug({ schema }, 'opened PostgreSQL storage');
+  return new SqlStorage(context, checkpointer, release);
+}
+
+/**
+ * An idle pooled connection that breaks (a server restart, a network cut) makes the pool
+ * emit 'error', which would crash the process if nobody listened; the pool replaces the
+ * connection on the next query, so a warning is enough.
+ */
+function watch(pool: pg.Pool, logger: Logger, purpose: string): void {
+  pool.on('error', (error) => logger.warn({ err: error, pool: purpose }, 'PostgreSQL connection lost; it will be replaced'));
+}

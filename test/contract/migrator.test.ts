@@ -1,0 +1,92 @@
+/**
+ * The migrator on both dialects: versions recorded in vigil_migrations, applied once,
+ * all-or-nothing, and a renamed migration refused.
+ */
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Database, SqlDialectName } from '../../src/adapters/sql/database.js';
+import { MIGRATIONS } from '../../src/adapters/sql/migrations.js';
+import type { Migration } from '../../src/adapters/sql/migrations.js';
+import { migrate } from '../../src/adapters/sql/migrator.js';
+import { describePostgres, dropSchema, postgresTarget, randomSchemaName, TEST_DATABASE_URL } from '../helpers/postgres.js';
+
+const logger = pino({ level: 'silent' });
+const postgres = await postgresTarget();
+
+function probeMigration(version: number, name: string, statements: string[]): Migration {
+  return { version, name, statements: { sqlite: statements, postgres: statements } };
+}
+
+function migratorCases(dialect: SqlDialectName, open: () => Promise<{ db: Kysely<Database>; schema?: string }>): void {
+  async function tableExists(db: Kysely<Database>, table: string): Promise<boolean> {
+    const query =
+      dialect === 'sqlite'
+        ? sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${table}`
+        : sql`SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ${table}`;
+    return (await query.execute(db)).rows.length > 0;
+  }
+
+  it('records each version once, with its name and time, and reapplies nothing', async () => {
+    const { db, schema } = await open();
+    try {
+      await migrate(db, { dialect, logger, schema });
+      await migrate(db, { dialect, logger, schema });
+      const rows = await db.selectFrom('vigil_migrations').selectAll().orderBy('version').execute();
+      expect(rows.map((row) => [Number(row.version), row.name])).toEqual(MIGRATIONS.map((migration) => [migration.version, migration.name]));
+      expect(Number.isNaN(new Date(rows[0]!.applied_at).getTime())).toBe(false);
+      for (const table of ['agents', 'threads', 'thread_messages', 'runs', 'memories']) expect(await tableExists(db, table)).toBe(true);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('applies a failing migration not at all', async () => {
+    const { db, schema } = await open();
+    try {
+      const broken = [
+        ...MIGRATIONS,
+        probeMigration(MIGRATIONS.length + 1, 'probe_ok', ['CREATE TABLE probe_one (x INTEGER)']),
+        probeMigration(MIGRATIONS.length + 2, 'probe_broken', ['CREATE TABLE probe_two (x INTEGER)', 'THIS IS NOT SQL']),
+      ];
+      await expect(migrate(db, { dialect, logger, schema, migrations: broken })).rejects.toThrow();
+      expect(await tableExists(db, 'probe_one')).toBe(false);
+      expect(await tableExists(db, 'probe_two')).toBe(false);
+      expect(await tableExists(db, 'vigil_migrations')).toBe(false);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('refuses a database whose recorded migration has another name', async () => {
+    const { db, schema } = await open();
+    try {
+      await migrate(db, { dialect, logger, schema });
+      const renamed = MIGRATIONS.map((migration, index) => (index === 0 ? { ...migration, name: 'renamed' } : migration));
+      await expect(migrate(db, { dialect, logger, schema, migrations: renamed })).rejects.toThrow(/recorded as/);
+    } finally {
+      await db.destroy();
+    }
+  });
+}
+
+describe('migrator: SQLite', () => {
+  migratorCases('sqlite', async () => ({ db: new Kysely<Database>({ dialect: new SqliteDialect({ database: new BetterSqlite3(':memory:') }) }) }));
+});
+
+describePostgres('migrator: PostgreSQL', postgres, () => {
+  const schemas: string[] = [];
+
+  afterAll(async () => {
+    for (const schema of schemas) await dropSchema(schema);
+  });
+
+  migratorCases('postgres', async () => {
+    const schema = randomSchemaName('vigil_migrator');
+    schemas.push(schema);
+    const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` });
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), schema };
+  });
+});

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
+import type { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteStorage, openStorage } from '../../src/adapters/storage-factory.js';
+import type { NewStoredMessage } from '../../src/app/ports.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import { storageContract } from './storage.contract.js';
+
+const logger = pino({ level: 'silent' });
+
+describe('SQLite storage', () => {
+  let dataDir: string | undefined;
+
+  beforeAll(async () => {
+    dataDir = await makeTempDir('vigil-storage-');
+  });
+
+  afterAll(async () => {
+    await removeTempDir(dataDir);
+  });
+
+  // A file in a temp dir, as openStorage builds it without DATABASE_URL; reopening
+  // opens the same file.
+  storageContract('SQLite', () => openStorage({ dataDir: join(dataDir!, 'data'), logger }));
+});
+
+// SQLite only: Kysely and the SqliteSaver share one connection, so a checkpoint write
+// must never join (and roll back with) one of our transactions.
+describe('SQLite storage: shared connection', () => {
+  it('keeps checkpoints written while a transaction rolls back', async () => {
+    const storage = await openSqliteStorage({ file: ':memory:', logger });
+    try {
+      const thread = await storage.threads.create({ id: randomUUID(), userId: randomUUID(), agentId: 'agent', title: null }, new Date().toISOString());
+      // Fails at the INSERT (CHECK on visibility), after the transaction's first reads.
+      const bad = { id: randomUUID(), type: 'human', content: 'x', additionalKwargs: {}, responseMetadata: {}, visibility: 'bogus', runId: null, createdAt: new Date().toISOString(), preview: 'x', isRealUserMessage: true };
+      const append = storage.threads.appendMessages(thread.id, [bad as unknown as NewStoredMessage], new Date().toISOString());
+      // Checkpoint writes started at every microtask offset, so some fall inside the transaction.
+      const configs = Array.from({ length: 30 }, () => ({ configurable: { thread_id: randomUUID(), checkpoint_ns: '' } }));
+      const puts = configs.map(async (config, ticks) => {
+        for (let tick = 0; tick < ticks; tick++) await Promise.resolve();
+        return storage.checkpointer.put(config, { ...emptyCheckpoint(), id: uuid6(-1) }, { source: 'loop', step: 0, parents: {} }, {});
+      });
+      await expect(append).rejects.toThrow();
+      await Promise.all(puts);
+      for (const config of configs) expect(await storage.checkpointer.getTuple(config)).toBeDefined();
+      expect(await storage.threads.get(thread.userId, thread.id)).toMatchObject({ messageCount: 0 });
+    } finally {
+      await storage.close();
+    }
+  });
+});
+
+describe('openStorage', () => {
+  it('creates the data dir and an SQLite file in WAL mode when no database URL is set', async () => {
+    const root = await makeTempDir('vigil-open-');
+    try {
+      const dataDir = join(root, 'nested', 'data');
+      const storage = await openStorage({ dataDir, databaseUrl: '', logger });
+      try {
+        expect(storage.kind).toBe('sqlite');
+        const saver = storage.checkpointer as SqliteSaver;
+        expect(saver.db.name).toBe(join(dataDir, 'vigil.sqlite'));
+        expect(saver.db.pragma('journal_mode', { simple: true })).toBe('wal');
+        expect(saver.db.pragma('busy_timeout', { simple: true })).toBeGreaterThan(0);
+      } finally {
+        await storage.close();
+      }
+      expect(existsSync(join(dataDir, 'vigil.sqlite'))).toBe(true);
+    } finally {
+      await removeTempDir(root);
+    }
+  });
+
+  it('refuses an unknown URL scheme and a bad schema name with CONFIG_INVALID, before connecting', async () => {
+    await expect(openStorage({ databaseUrl: 'mysql://root@localhost/vigil', dataDir: 'unused', logger })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+    await expect(
+      openStorage({ databaseUrl: 'postgres://nobody@127.0.0.1:1/none', dataDir: 'unused', logger, postgresSchema: 'Robert"); DROP' }),
+    ).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+  });
+});

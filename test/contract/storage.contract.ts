@@ -1,0 +1,575 @@
+/**
+ * The storage contract, written once and run against every backend
+ * (storage-sqlite.test.ts, storage-postgres.test.ts). Each case uses fresh random user ids,
+ * so cases share one open storage without seeing each other's rows.
+ */
+import { randomUUID } from 'node:crypto';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NewAgent, NewRun, NewStoredMessage, Storage, StoredMessage } from '../../src/app/ports.js';
+
+/** A fixed clock: minute `m` after a base instant, as toISOString() text. */
+function at(minute: number, second = 0): string {
+  return new Date(Date.UTC(2025, 0, 1, 12, minute, second)).toISOString();
+}
+
+function newAgent(userId: string, id: string = randomUUID()): NewAgent {
+  return {
+    id,
+    userId,
+    name: 'Helper',
+    kind: 'chat',
+    systemPrompt: 'Be brief.',
+    model: null,
+    settings: { autonomy: { enabled: true, maxFollowUps: 2 }, memory: { enabled: false } },
+  };
+}
+
+function message(overrides: Partial<NewStoredMessage> = {}): NewStoredMessage {
+  return {
+    id: randomUUID(),
+    type: 'human',
+    content: 'hello',
+    additionalKwargs: {},
+    responseMetadata: {},
+    visibility: 'user',
+    runId: null,
+    createdAt: at(0),
+    preview: 'hello',
+    isRealUserMessage: true,
+    ...overrides,
+  };
+}
+
+/** An agent reply: visible, but not user activity. */
+function reply(text: string, createdAt: string): NewStoredMessage {
+  return message({ type: 'ai', content: text, preview: text, createdAt, isRealUserMessage: false });
+}
+
+/** A system-written message in a person's role (I1): internal, never user activity. */
+function synthetic(text: string, createdAt: string): NewStoredMessage {
+  return message({
+    content: text,
+    preview: text,
+    createdAt,
+    visibility: 'internal',
+    isRealUserMessage: false,
+    additionalKwargs: { synthetic: true, trigger_type: 'check_in' },
+  });
+}
+
+function newRun(userId: string, threadId: string, overrides: Partial<NewRun> = {}): NewRun {
+  return {
+    id: randomUUID(),
+    threadId,
+    userId,
+    agentId: 'agent',
+    trigger: 'user',
+    meta: { source: 'test', nested: { n: 1 } },
+    correlationId: randomUUID(),
+    model: 'demo',
+    requestedAt: at(0),
+    startedAt: at(0, 1),
+    ...overrides,
+  };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as { code?: unknown }).code;
+  }
+  return 'resolved';
+}
+
+export function storageContract(name: string, open: () => Promise<Storage>): void {
+  describe(`storage contract: ${name}`, () => {
+    let storage: Storage;
+
+    beforeAll(async () => {
+      storage = await open();
+    });
+
+    afterAll(async () => {
+      await storage?.close();
+    });
+
+    async function newThread(userId: string, now = at(0)) {
+      return storage.threads.create({ id: randomUUID(), userId, agentId: 'agent', title: 'A thread' }, now);
+    }
+
+    describe('agents', () => {
+      it('creates, gets and lists an agent', async () => {
+        const userId = randomUUID();
+        const agent = newAgent(userId, 'helper');
+        const created = await storage.agents.create(agent, at(1));
+        expect(created).toEqual({ ...agent, createdAt: at(1), updatedAt: at(1) });
+        expect(await storage.agents.get(userId, 'helper')).toEqual(created);
+        const second = await storage.agents.create(newAgent(userId, 'planner'), at(2));
+        expect(await storage.agents.list(userId)).toEqual([created, second]);
+        expect(await storage.agents.get(userId, 'missing')).toBeUndefined();
+      });
+
+      it('refuses a duplicate (user, id) with AGENT_EXISTS and writes nothing', async () => {
+        const userId = randomUUID();
+        const original = await storage.agents.create(newAgent(userId, 'helper'), at(1));
+        const duplicate = { ...newAgent(userId, 'helper'), name: 'Impostor', systemPrompt: 'Something else.' };
+        expect(await codeOf(storage.agents.create(duplicate, at(2)))).toBe('AGENT_EXISTS');
+        expect(await storage.agents.get(userId, 'helper')).toEqual(original);
+        expect(await storage.agents.list(userId)).toHaveLength(1);
+        // The same id under another user is a different agent.
+        const otherUser = randomUUID();
+        await expect(storage.agents.create(newAgent(otherUser, 'helper'), at(3))).resolves.toMatchObject({ userId: otherUser, id: 'helper' });
+      });
+    });
+
+    describe('threads', () => {
+      it('creates and gets a thread with zeroed counters', async () => {
+        const userId = randomUUID();
+        const thread = await newThread(userId, at(5));
+        expect(thread).toMatchObject({
+          userId,
+          agentId: 'agent',
+          title: 'A thread',
+          createdAt: at(5),
+          updatedAt: at(5),
+          lastUserActivityAt: null,
+          visibleCount: 0,
+          lastVisiblePreview: null,
+          lastVisibleAt: null,
+          messageCount: 0,
+        });
+        expect(await storage.threads.get(userId, thread.id)).toEqual(thread);
+        expect(await storage.threads.get(userId, randomUUID())).toBeUndefined();
+      });
+
+      it('lists newest activity first, paging with an opaque cursor', async () => {
+        const userId = randomUUID();
+        const threads = [];
+        for (let minute = 0; minute < 5; minute++) threads.push(await newThread(userId, at(minute)));
+        // Activity on the oldest thread moves it to the front.
+        await storage.threads.appendMessages(threads[0]!.id, [message()], at(10));
+
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await storage.threads.list(userId, { limit: 2, cursor });
+          expect(page.threads.length).toBeLessThanOrEqual(2);
+          seen.push(...page.threads.map((thread) => thread.id));
+          cursor = page.nextCursor ?? undefined;
+          pages++;
+        } while (cursor !== undefined);
+        expect(pages).toBe(3);
+        expect(seen).toEqual([threads[0], threads[4], threads[3], threads[2], threads[1]].map((thread) => thread!.id));
+      });
+
+      it('pages through threads with equal update times exactly once each', async () => {
+        const userId = randomUUID();
+        const ids = new Set<string>();
+        for (let index = 0; index < 4; index++) ids.add((await newThread(userId, at(7))).id);
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await storage.threads.list(userId, { limit: 1, cursor });
+          seen.push(...page.threads.map((thread) => thread.id));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        expect(seen).toHaveLength(4);
+        expect(new Set(seen)).toEqual(ids);
+        expect(seen).toEqual([...ids].sort().reverse());
+      });
+
+      it('answers an empty page with no cursor for a user without threads', async () => {
+        expect(await storage.threads.list(randomUUID(), { limit: 10 })).toEqual({ threads: [], nextCursor: null });
+      });
+
+      it('rejects a malformed thread cursor with VALIDATION_FAILED', async () => {
+        const userId = randomUUID();
+        for (const cursor of ['not a cursor!', 'e30', Buffer.from('{"u":"yesterday","i":"x"}').toString('base64url'), Buffer.from('[1]').toString('base64url')]) {
+          expect(await codeOf(storage.threads.list(userId, { limit: 10, cursor }))).toBe('VALIDATION_FAILED');
+        }
+      });
+    });
+
+    describe('I12: a user sees and touches only their own rows', () => {
+      it("I12: another user's thread, messages, run and memory are invisible and untouchable", async () => {
+        const owner = randomUUID();
+        const intruder = randomUUID();
+        await storage.agents.create(newAgent(owner, 'helper'), at(0));
+        const thread = await newThread(owner);
+        await storage.threads.appendMessages(thread.id, [message()], at(1));
+        const run = await storage.runs.create(newRun(owner, thread.id));
+        const memory = await storage.memories.add({ userId: owner, agentId: 'helper' }, { id: randomUUID(), content: 'The secret word is pineapple' }, at(2));
+
+        expect(await storage.agents.get(intruder, 'helper')).toBeUndefined();
+        expect(await storage.agents.list(intruder)).toEqual([]);
+        expect(await storage.threads.get(intruder, thread.id)).toBeUndefined();
+        expect((await storage.threads.list(intruder, { limit: 10 })).threads).toEqual([]);
+        expect(await storage.runs.get(intruder, run.id)).toBeUndefined();
+        expect(await storage.runs.listByThread(intruder, thread.id, { limit: 10 })).toEqual([]);
+        expect(await storage.memories.search({ userId: intruder, agentId: 'helper' }, 'secret pineapple', { limit: 10 })).toEqual([]);
+        expect(await storage.memories.list({ userId: intruder, agentId: 'helper' }, { limit: 10 })).toEqual([]);
+        expect(await storage.memories.delete(intruder, memory.id)).toBe(false);
+
+        // Still there for the owner.
+        expect(await storage.threads.get(owner, thread.id)).toMatchObject({ id: thread.id, messageCount: 1 });
+        expect(await storage.runs.get(owner, run.id)).toEqual(run);
+        expect(await storage.memories.list({ userId: owner, agentId: 'helper' }, { limit: 10 })).toEqual([memory]);
+      });
+    });
+
+    describe('appendMessages', () => {
+      it('assigns seq 0, 1, 2, … across appends and returns what it stored', async () => {
+        const thread = await newThread(randomUUID());
+        const first = await storage.threads.appendMessages(thread.id, [message(), reply('hi', at(1))], at(1));
+        expect(first.map((stored) => stored.seq)).toEqual([0, 1]);
+        expect(first.every((stored) => stored.threadId === thread.id)).toBe(true);
+        const second = await storage.threads.appendMessages(thread.id, [message({ createdAt: at(2) })], at(2));
+        expect(second.map((stored) => stored.seq)).toEqual([2]);
+        expect(await storage.threads.appendMessages(thread.id, [], at(3))).toEqual([]);
+      });
+
+      it('skips messages already stored (idempotent replay) and repeats within a batch', async () => {
+        const userId = randomUUID();
+        const thread = await newThread(userId);
+        const batch = [message(), reply('hi', at(1))];
+        await storage.threads.appendMessages(thread.id, batch, at(1));
+        const before = await storage.threads.get(userId, thread.id);
+
+        expect(await storage.threads.appendMessages(thread.id, batch, at(5))).toEqual([]);
+        // A replay changes nothing, not even the thread's position in the list.
+        expect(await storage.threads.get(userId, thread.id)).toEqual(before);
+
+        const fresh = message({ createdAt: at(6) });
+        const stored = await storage.threads.appendMessages(thread.id, [...batch, fresh, fresh], at(6));
+        expect(stored.map((row) => [row.id, row.seq])).toEqual([[fresh.id, 2]]);
+        expect(await storage.threads.get(userId, thread.id)).toMatchObject({ messageCount: 3, updatedAt: at(6) });
+      });
+
+      it('fails with THREAD_NOT_FOUND for a thread that does not exist', async () => {
+        expect(await codeOf(storage.threads.appendMessages(randomUUID(), [message()], at(1)))).toBe('THREAD_NOT_FOUND');
+      });
+
+      it('I2: counters count visible messages only, and internal messages are never user activity', async () => {
+        const userId = randomUUID();
+        const thread = await newThread(userId, at(0));
+        await storage.threads.appendMessages(thread.id, [message({ content: 'Plan my week', preview: 'Plan my week', createdAt: at(1) }), reply('Sure.', at(2))], at(2));
+        expect(await storage.threads.get(userId, thread.id)).toMatchObject({
+          messageCount: 2,
+          visibleCount: 2,
+          lastVisiblePreview: 'Sure.',
+          lastVisibleAt: at(2),
+          lastUserActivityAt: at(1),
+          updatedAt: at(2),
+        });
+
+        // A synthetic follow-up prompt (internal) and the agent's visible answer to it.
+        await storage.threads.appendMessages(thread.id, [synthetic('Continue our conversation naturally.', at(30)), reply('Any progress?', at(31))], at(31));
+        expect(await storage.threads.get(userId, thread.id)).toMatchObject({
+          messageCount: 4,
+          visibleCount: 3,
+          lastVisiblePreview: 'Any progress?',
+          lastVisibleAt: at(31),
+          lastUserActivityAt: at(1),
+          updatedAt: at(31),
+        });
+
+        // Internal only: the preview stays on the last visible message.
+        await storage.threads.appendMessages(thread.id, [synthetic('[internal] note', at(40))], at(40));
+        expect(await storage.threads.get(userId, thread.id)).toMatchObject({
+          messageCount: 5,
+          visibleCount: 3,
+          lastVisiblePreview: 'Any progress?',
+          lastVisibleAt: at(31),
+          lastUserActivityAt: at(1),
+        });
+
+        await storage.threads.appendMessages(thread.id, [message({ content: 'Yes!', preview: 'Yes!', createdAt: at(50) })], at(50));
+        expect(await storage.threads.get(userId, thread.id)).toMatchObject({ visibleCount: 4, lastVisiblePreview: 'Yes!', lastUserActivityAt: at(50) });
+      });
+
+      it('gives concurrent appends on one thread contiguous, unique seqs', async () => {
+        const userId = randomUUID();
+        const thread = await newThread(userId);
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, index) => storage.threads.appendMessages(thread.id, [message({ createdAt: at(index) }), reply(`answer ${index}`, at(index, 1))], at(index))),
+        );
+        const seqs = results.flat().map((stored) => stored.seq);
+        expect(seqs.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, index) => index));
+        for (const batch of results) expect(batch[1]!.seq).toBe(batch[0]!.seq + 1);
+        expect(await storage.threads.get(userId, thread.id)).toMatchObject({ messageCount: 20, visibleCount: 20 });
+        const all = await storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 100 });
+        expect(all.messages.map((stored) => stored.seq)).toEqual(Array.from({ length: 20 }, (_, index) => index));
+      });
+    });
+
+    describe('history', () => {
+      /** 12 messages: every third one internal. */
+      async function threadWithHistory() {
+        const thread = await newThread(randomUUID());
+        const messages = Array.from({ length: 12 }, (_, index) =>
+          index % 3 === 2 ? synthetic(`internal ${index}`, at(index)) : message({ content: `visible ${index}`, preview: `visible ${index}`, createdAt: at(index) }),
+        );
+        await storage.threads.appendMessages(thread.id, messages.slice(0, 5), at(5));
+        await storage.threads.appendMessages(thread.id, messages.slice(5), at(12));
+        return thread;
+      }
+
+      async function allPages(thread: { id: string; userId: string }, visibility: 'user' | 'all' | 'internal', limit: number) {
+        const pages: StoredMessage[][] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await storage.threads.history(thread.userId, thread.id, { visibility, limit, cursor });
+          pages.push(page.messages);
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        return pages;
+      }
+
+      it('pages all messages newest page first, oldest first within a page', async () => {
+        const thread = await threadWithHistory();
+        const pages = await allPages(thread, 'all', 5);
+        expect(pages.map((page) => page.map((stored) => stored.seq))).toEqual([
+          [7, 8, 9, 10, 11],
+          [2, 3, 4, 5, 6],
+          [0, 1],
+        ]);
+      });
+
+      it('I12: history answers nothing for another user, even with the right thread id', async () => {
+        const thread = await threadWithHistory();
+        expect(await storage.threads.history(randomUUID(), thread.id, { visibility: 'all', limit: 50 })).toEqual({ messages: [], nextCursor: null });
+      });
+
+      it('the internal view, bounded below by fromSeq, lists only internal messages', async () => {
+        const thread = await threadWithHistory();
+        expect((await allPages(thread, 'internal', 2)).flat().map((stored) => stored.seq)).toEqual([8, 11, 2, 5]);
+        const window = await storage.threads.history(thread.userId, thread.id, { visibility: 'internal', limit: 50, fromSeq: 5 });
+        expect(window.messages.map((stored) => stored.seq)).toEqual([5, 8, 11]);
+        expect(window.messages.every((stored) => stored.visibility === 'internal')).toBe(true);
+      });
+
+      it('I2: the user view hides internal messages on every page', async () => {
+        const thread = await threadWithHistory();
+        const pages = await allPages(thread, 'user', 3);
+        expect(pages.map((page) => page.map((stored) => stored.seq))).toEqual([
+          [7, 9, 10],
+          [3, 4, 6],
+          [0, 1],
+        ]);
+        expect(pages.flat().every((stored) => stored.visibility === 'user')).toBe(true);
+      });
+
+      it('answers no cursor when the page reaches the start exactly, and an empty thread', async () => {
+        const thread = await threadWithHistory();
+        const whole = await storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 12 });
+        expect(whole.messages).toHaveLength(12);
+        expect(whole.nextCursor).toBeNull();
+        const empty = await newThread(randomUUID());
+        expect(await storage.threads.history(empty.userId, empty.id, { visibility: 'user', limit: 10 })).toEqual({ messages: [], nextCursor: null });
+      });
+
+      it('rejects a malformed cursor with VALIDATION_FAILED', async () => {
+        const thread = await threadWithHistory();
+        const threadCursor = Buffer.from(JSON.stringify({ u: at(0), i: 'x' })).toString('base64url');
+        const bad = ['%%%', 'bm90IGpzb24', Buffer.from('{"s":-1}').toString('base64url'), Buffer.from('{"s":"3"}').toString('base64url'), threadCursor, ''];
+        for (const cursor of bad) {
+          expect(await codeOf(storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 5, cursor }))).toBe('VALIDATION_FAILED');
+        }
+      });
+    });
+
+    describe('I3: metadata survives the projection', () => {
+      it('I3: string and multimodal content and nested additional_kwargs come back bit for bit', async () => {
+        const thread = await newThread(randomUUID());
+        const kwargs = {
+          synthetic: true,
+          trigger_type: 'question_unanswered',
+          trigger_reason: 'silence after a question — 3 h',
+          nested: { list: [1, 'two', { three: [null, false, 0.5] }], empty: {}, emptyList: [] },
+          unicode: 'Grüße 👋🏽 日本語 \u0000 "quoted" \\ back',
+          zKeyFirst: 1,
+          aKeySecond: 2,
+        };
+        const multimodal = [
+          { type: 'text', text: 'What is in this picture? 🤔' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'low' } },
+        ];
+        const toolCall = { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }] };
+        const input = [
+          message({ content: 'Plain text with ünïcödé and emoji 🎉\nand a newline', additionalKwargs: kwargs, visibility: 'internal', isRealUserMessage: false }),
+          message({ content: multimodal, additionalKwargs: { synthetic: false } }),
+          message({ type: 'ai', content: '', additionalKwargs: toolCall, responseMetadata: { model: 'demo', usage: { input_tokens: 3 } }, runId: randomUUID(), isRealUserMessage: false }),
+        ];
+        const stored = await storage.threads.appendMessages(thread.id, input, at(1));
+        const page = await storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 10 });
+        for (const copies of [stored, page.messages]) {
+          copies.forEach((copy, index) => {
+            const original = input[index]!;
+            expect(copy.content).toStrictEqual(original.content);
+            expect(copy.additionalKwargs).toStrictEqual(original.additionalKwargs);
+            expect(copy.responseMetadata).toStrictEqual(original.responseMetadata);
+            expect(JSON.stringify(copy.additionalKwargs)).toBe(JSON.stringify(original.additionalKwargs));
+            expect(copy).toMatchObject({ id: original.id, type: original.type, visibility: original.visibility, runId: original.runId, createdAt: original.createdAt });
+          });
+        }
+        expect(page.messages[0]!.additionalKwargs.synthetic).toBe(true);
+      });
+    });
+
+    describe('I3: metadata survives the checkpointer', () => {
+      it('I3: a checkpoint on the same backend restores messages with their additional_kwargs', async () => {
+        const kwargs = { synthetic: true, trigger_type: 'check_in', trigger_reason: 'idle 2 h — ✓', nested: { z: [1, { y: null }], a: '日本' } };
+        const messages = [new HumanMessage({ id: randomUUID(), content: 'Continue our conversation naturally.', additional_kwargs: kwargs }), new AIMessage({ id: randomUUID(), content: [{ type: 'text', text: 'Hi 👋' }] })];
+        const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { messages }, channel_versions: { messages: 1 } };
+        const config = { configurable: { thread_id: randomUUID(), checkpoint_ns: '' } };
+        const saved = await storage.checkpointer.put(config, checkpoint, { source: 'loop', step: 0, parents: {} }, { messages: 1 });
+        const restored = (await storage.checkpointer.getTuple(saved))?.checkpoint.channel_values.messages as HumanMessage[];
+        expect(HumanMessage.isInstance(restored[0])).toBe(true);
+        expect(restored[0]!.additional_kwargs).toStrictEqual(kwargs);
+        expect(JSON.stringify(restored[0]!.additional_kwargs)).toBe(JSON.stringify(kwargs));
+        expect(restored[1]!.content).toStrictEqual(messages[1]!.content);
+      });
+    });
+
+    describe('runs', () => {
+      it('creates, finishes, gets and lists runs by thread', async () => {
+        const userId = randomUUID();
+        const thread = await newThread(userId);
+        const input = newRun(userId, thread.id, { trigger: 'cron', startedAt: at(1) });
+        const created = await storage.runs.create(input);
+        expect(created).toEqual({ ...input, status: 'running', reason: null, errorCode: null, errorMessage: null, endedAt: null });
+        expect(await storage.runs.get(userId, created.id)).toEqual(created);
+
+        const finished = await storage.runs.finish(created.id, { status: 'failed', reason: 'step bound', errorCode: 'MODEL_ERROR', errorMessage: 'boom', endedAt: at(2) });
+        expect(finished).toEqual({ ...created, status: 'failed', reason: 'step bound', errorCode: 'MODEL_ERROR', errorMessage: 'boom', endedAt: at(2) });
+        // The first end wins.
+        expect(await storage.runs.finish(created.id, { status: 'cancelled', endedAt: at(3) })).toEqual(finished);
+        expect(await storage.runs.get(userId, created.id)).toEqual(finished);
+
+        const later = await storage.runs.create(newRun(userId, thread.id, { startedAt: at(5) }));
+        const succeeded = await storage.runs.finish(later.id, { status: 'succeeded', endedAt: at(6) });
+        expect(succeeded).toMatchObject({ status: 'succeeded', reason: null, errorCode: null, errorMessage: null, endedAt: at(6) });
+        await storage.runs.create(newRun(userId, (await newThread(userId)).id));
+
+        expect(await storage.runs.listByThread(userId, thread.id, { limit: 10 })).toEqual([succeeded, finished]);
+        expect(await storage.runs.listByThread(userId, thread.id, { limit: 1 })).toEqual([succeeded]);
+      });
+
+      it('fails to finish an unknown run with RUN_NOT_FOUND', async () => {
+        expect(await codeOf(storage.runs.finish(randomUUID(), { status: 'succeeded', endedAt: at(1) }))).toBe('RUN_NOT_FOUND');
+      });
+    });
+
+    describe('memories', () => {
+      it('adds, lists newest first, and deletes only once', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const first = await storage.memories.add(namespace, { id: randomUUID(), content: 'Likes green tea' }, at(1));
+        expect(first).toEqual({ id: first.id, ...namespace, content: 'Likes green tea', createdAt: at(1) });
+        const second = await storage.memories.add(namespace, { id: randomUUID(), content: 'Lives in Lisbon' }, at(2));
+        expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([second, first]);
+        expect(await storage.memories.list(namespace, { limit: 1 })).toEqual([second]);
+
+        expect(await storage.memories.delete(namespace.userId, first.id)).toBe(true);
+        expect(await storage.memories.delete(namespace.userId, first.id)).toBe(false);
+        expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([second]);
+        expect(await storage.memories.search(namespace, 'green tea', { limit: 10 })).toEqual([]);
+      });
+
+      it('ranks the most relevant memory first', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content }, at(minute));
+        const rex = await add('My dog is called Rex and he loves the beach', 1);
+        await add('I like pizza on Fridays', 2);
+        const park = await add('The dog park near my house opens at nine', 3);
+        await add('My favourite colour is blue', 4);
+
+        const hits = await storage.memories.search(namespace, "What is my dog's name? Is it Rex?", { limit: 10 });
+        expect(hits[0]?.id).toBe(rex.id);
+        expect(hits.map((hit) => hit.id)).toContain(park.id);
+        expect(hits[0]!.score).toBeGreaterThan(hits.find((hit) => hit.id === park.id)!.score);
+        expect(hits.every((hit) => typeof hit.score === 'number' && Number.isFinite(hit.score))).toBe(true);
+        expect(hits[0]).toEqual({ ...rex, score: hits[0]!.score });
+
+        expect(await storage.memories.search(namespace, 'dogs', { limit: 1 })).toHaveLength(1);
+        expect(await storage.memories.search(namespace, 'submarine', { limit: 10 })).toEqual([]);
+      });
+
+      it('searches strictly within the (user, agent) namespace', async () => {
+        const userId = randomUUID();
+        const mine = { userId, agentId: 'helper' };
+        await storage.memories.add(mine, { id: randomUUID(), content: 'Allergic to peanuts' }, at(1));
+        await storage.memories.add({ userId, agentId: 'other-agent' }, { id: randomUUID(), content: 'Allergic to peanuts and shellfish' }, at(1));
+        await storage.memories.add({ userId: randomUUID(), agentId: 'helper' }, { id: randomUUID(), content: 'Allergic to peanuts too' }, at(1));
+        const hits = await storage.memories.search(mine, 'peanuts allergy', { limit: 10 });
+        expect(hits.map((hit) => hit.content)).toEqual(['Allergic to peanuts']);
+      });
+
+      it('never throws on punctuation or full-text syntax in a query', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        await storage.memories.add(namespace, { id: randomUUID(), content: 'foo and bar are placeholders; NEAR the OR gate' }, at(1));
+        const queries = [
+          '"foo" OR (bar* NEAR',
+          'NEAR(foo bar, 2)',
+          'foo AND NOT bar',
+          '-foo +bar ^baz',
+          "it's a 'quoted' \"string\"",
+          'a:b & c | !d <-> e',
+          'column:content foo',
+          '***',
+          '()',
+          '"',
+          "'",
+          '\\',
+          'ünïcödé 日本語 👋🏽',
+          '\u0301 combining mark first',
+          'x'.repeat(5000),
+          'OR',
+          'the a of',
+          'foo'.concat(' bar'.repeat(500)),
+        ];
+        for (const query of queries) {
+          const hits = await storage.memories.search(namespace, query, { limit: 5 });
+          expect(Array.isArray(hits)).toBe(true);
+        }
+        expect((await storage.memories.search(namespace, '"foo" OR (bar* NEAR', { limit: 5 })).length).toBe(1);
+      });
+
+      it('answers [] for a query with no usable words', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        await storage.memories.add(namespace, { id: randomUUID(), content: 'Something to find' }, at(1));
+        for (const query of ['', '   ', '?!', '...', '🙂']) {
+          expect(await storage.memories.search(namespace, query, { limit: 5 })).toEqual([]);
+        }
+      });
+    });
+
+    describe('lifecycle', () => {
+      it('pings', async () => {
+        await expect(storage.ping()).resolves.toBeUndefined();
+      });
+
+      it('reopens the same database without migrating twice, and keeps the data', async () => {
+        const userId = randomUUID();
+        const agent = await storage.agents.create(newAgent(userId), at(1));
+        const again = await open();
+        try {
+          expect(await again.agents.get(userId, agent.id)).toEqual(agent);
+        } finally {
+          await again.close();
+        }
+      });
+
+      it('closes idempotently', async () => {
+        const another = await open();
+        await another.ping();
+        await Promise.all([another.close(), another.close()]);
+        await another.close();
+        await expect(another.ping()).rejects.toThrow();
+      });
+    });
+  });
+}
