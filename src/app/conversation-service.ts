@@ -53,7 +53,7 @@ export class ConversationService {
    */
   async history(userId: string, threadId: string, query: HistoryQuery): Promise<MessagePage> {
     const thread = await this.getThread(userId, threadId);
-    const page = await this.storage.threads.history(threadId, { visibility: query.includeInternal ? 'all' : 'user', limit: query.limit, cursor: query.cursor });
+    const page = await this.storage.threads.history(userId, threadId, { visibility: query.includeInternal ? 'all' : 'user', limit: query.limit, cursor: query.cursor });
     this.logger.info(
       {
         threadId,
@@ -65,6 +65,17 @@ export class ConversationService {
       },
       'Extracted messages from thread history',
     );
+    const first = page.messages[0];
+    if (!query.includeInternal && first && this.logger.isLevelEnabled('debug') && thread.visibleCount < thread.messageCount) {
+      // The internal messages this page's window left out, one DEBUG line each (seed 000).
+      const filtered = await this.storage.threads.history(userId, threadId, { visibility: 'internal', limit: 200, cursor: query.cursor, fromSeq: first.seq });
+      for (const message of filtered.messages) {
+        this.logger.debug(
+          { threadId, messageId: message.id, triggerType: message.additionalKwargs.trigger_type, triggerReason: message.additionalKwargs.trigger_reason },
+          'Filtered synthetic message from thread history',
+        );
+      }
+    }
     return page;
   }
 

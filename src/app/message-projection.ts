@@ -1,6 +1,6 @@
 import type { BaseMessage } from '@langchain/core/messages';
 import { previewOf } from '../domain/message-content.js';
-import { classifyMessage, isRealUserMessage } from '../domain/message-metadata.js';
+import { classifyMessage, isRealUserMessage, type Classification } from '../domain/message-metadata.js';
 import type { NewStoredMessage } from './ports.js';
 
 /**
@@ -10,11 +10,16 @@ import type { NewStoredMessage } from './ports.js';
  * graph state, in state order, after every step; replays are skipped by message id.
  */
 export function toStoredMessage(message: BaseMessage, runId: string | null, now: string): NewStoredMessage {
+  return projectMessage(message, runId, now).row;
+}
+
+/** The projection row of a state message, and how it was classified (for logs). */
+export function projectMessage(message: BaseMessage, runId: string | null, now: string): { row: NewStoredMessage; classification: Classification } {
   const type = message.getType();
   const classifiable = { type, content: message.content, additional_kwargs: message.additional_kwargs };
   const classification = classifyMessage(classifiable);
   if (!message.id) throw new Error('a message in graph state has no id'); // messagesStateReducer assigns one
-  return {
+  const row: NewStoredMessage = {
     id: message.id,
     type,
     content: message.content,
@@ -26,4 +31,5 @@ export function toStoredMessage(message: BaseMessage, runId: string | null, now:
     preview: previewOf(message.content),
     isRealUserMessage: isRealUserMessage(classifiable),
   };
+  return { row, classification };
 }

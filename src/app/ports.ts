@@ -94,6 +94,13 @@ export interface MessagePage {
   nextCursor: string | null;
 }
 
+export interface HistoryOptions {
+  visibility: 'user' | 'all' | 'internal';
+  limit: number;
+  cursor?: string | undefined;
+  fromSeq?: number | undefined;
+}
+
 export interface ThreadRepository {
   create(thread: NewThread, now: Iso): Promise<ThreadRecord>;
   /** Only the owner's thread: another user's id answers undefined (I12). */
@@ -106,8 +113,12 @@ export interface ThreadRepository {
    * Returns the messages actually stored.
    */
   appendMessages(threadId: string, messages: NewStoredMessage[], now: Iso): Promise<StoredMessage[]>;
-  /** A page of the projection, newest page first; `visibility: 'user'` hides internal ones (I2). */
-  history(threadId: string, options: { visibility: 'user' | 'all'; limit: number; cursor?: string | undefined }): Promise<MessagePage>;
+  /**
+   * A page of the projection, newest page first; `visibility: 'user'` hides internal ones
+   * (I2), `'internal'` lists only them. Only the owner's thread answers (I12): another
+   * user gets an empty page. `fromSeq` bounds the page below (inclusive).
+   */
+  history(userId: string, threadId: string, options: HistoryOptions): Promise<MessagePage>;
 }
 
 // ---------- runs ----------

@@ -6,7 +6,7 @@ import type { RunContext } from '../domain/run-context.js';
 import { RESPOND_NODE, type ChatGraph, type ChatStateValue } from '../agent/chat-graph.js';
 import { runConfig } from '../agent/run-settings.js';
 import { ThreadLocks } from './thread-lock.js';
-import { toStoredMessage } from './message-projection.js';
+import { projectMessage } from './message-projection.js';
 import type { AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
 
 export interface RunRequest {
@@ -51,6 +51,8 @@ interface ActiveRun {
 export class RunCoordinator {
   private readonly locks = new ThreadLocks();
   private readonly active = new Map<string, ActiveRun>(); // runId → run
+  /** Legacy content-classified messages seen by this process, so their retirement can be tracked. */
+  private legacyFallbacks = 0;
 
   constructor(private readonly deps: RunCoordinatorDependencies) {}
 
@@ -176,8 +178,17 @@ export class RunCoordinator {
     const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
     if (!thread || messages.length <= thread.messageCount) return [];
     const now = this.deps.clock.now().toISOString();
-    const fresh = messages.slice(thread.messageCount).map((message) => toStoredMessage(message, runId, now));
-    const stored = await this.deps.storage.threads.appendMessages(context.threadId, fresh, now);
+    const fresh = messages.slice(thread.messageCount).map((message) => projectMessage(message, runId, now));
+    for (const { row, classification } of fresh) {
+      if (classification.unknownTriggerType !== undefined) {
+        this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, triggerType: classification.unknownTriggerType }, 'Invalid trigger type on a synthetic message');
+      }
+      if (classification.reason === 'legacy_content') {
+        this.legacyFallbacks += 1;
+        this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, legacyFallbacks: this.legacyFallbacks }, 'Message classified internal by the legacy [AUTONOMOUS_FOLLOWUP: content fallback');
+      }
+    }
+    const stored = await this.deps.storage.threads.appendMessages(context.threadId, fresh.map((entry) => entry.row), now);
     for (const message of stored) {
       if (message.visibility !== 'user') {
         this.deps.logger.debug({ threadId: context.threadId, runId, messageId: message.id, triggerType: message.additionalKwargs.trigger_type }, 'internal message kept out of client streams');

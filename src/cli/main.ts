@@ -1,6 +1,5 @@
 import { loadConfig } from '../config.js';
 import { isVigilError } from '../domain/errors.js';
-import { startServer } from '../main.js';
 
 /**
  * `vigil serve` (the default): load and validate the config, start, and stop cleanly on
@@ -14,6 +13,9 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const config = loadConfig(process.env);
+  // Loaded after the config is known good: a bad setting is reported at once, without
+  // first loading LangChain, Fastify and the database drivers.
+  const { startServer } = await import('../main.js');
   const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25) });
   let stopping = false;
   const stop = (signal: string) => {

@@ -13,7 +13,6 @@ export const ERROR_CODES = {
   RUN_NOT_FOUND: { status: 404, description: 'No run with this id belongs to you.' },
   MEMORY_NOT_FOUND: { status: 404, description: 'No memory with this id belongs to you.' },
   AGENT_EXISTS: { status: 409, description: 'An agent with this id already exists.' },
-  RUN_IN_PROGRESS: { status: 409, description: 'The thread already has a run in progress.' },
   BODY_TOO_LARGE: { status: 413, description: 'The request body exceeds the configured limit (VIGIL_BODY_LIMIT).' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, description: 'The request body is not application/json.' },
   RUN_CANCELLED: { status: 499, description: 'The run was cancelled before it finished.' },

@@ -170,6 +170,22 @@ export function httpApiSuite(backend: () => Backend): void {
       expect(JSON.stringify(seen)).not.toContain(TRIGGER_PROMPTS.question_unanswered);
     });
 
+    it('I1: warns about an unknown trigger type; counts legacy content-classified messages in logs and hides them', async () => {
+      const thread = await newThread();
+      await say(thread.id, 'hello');
+      await server.services.conversations.runTriggered(ALICE.id, thread.id, {
+        trigger: 'autonomy',
+        input: new HumanMessage({ content: 'Continue our conversation naturally.', additional_kwargs: { synthetic: true, trigger_type: 'mystery' } }),
+      });
+      expect(server.logs.some((line) => line.level === 40 && line.msg === 'Invalid trigger type on a synthetic message' && line.triggerType === 'mystery')).toBe(true);
+      await server.services.conversations.runTriggered(ALICE.id, thread.id, { trigger: 'autonomy', input: new HumanMessage('[AUTONOMOUS_FOLLOWUP: check_in]') });
+      const legacy = server.logs.filter((line) => line.msg === 'Message classified internal by the legacy [AUTONOMOUS_FOLLOWUP: content fallback');
+      expect(legacy.length).toBeGreaterThanOrEqual(1);
+      expect(legacy.at(-1)?.legacyFallbacks).toEqual(expect.any(Number));
+      const history = await server.request('GET', `/api/threads/${thread.id}/history`);
+      expect(history.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)).toEqual(['hello']);
+    });
+
     it('logs history reads at INFO with filtered counts', async () => {
       const thread = await newThread();
       await say(thread.id, 'hello');
@@ -178,6 +194,9 @@ export function httpApiSuite(backend: () => Backend): void {
       const line = server.logs.find((entry) => entry.msg === 'Extracted messages from thread history' && entry.threadId === thread.id);
       expect(line).toMatchObject({ level: 30, totalMessages: 4, filteredCount: 1, visibleMessages: 3 });
       expect(typeof line?.requestId).toBe('string');
+      const debug = server.logs.filter((entry) => entry.msg === 'Filtered synthetic message from thread history' && entry.threadId === thread.id);
+      expect(debug).toHaveLength(1);
+      expect(debug[0]).toMatchObject({ level: 20, triggerType: 'question_unanswered', triggerReason: 'test: silence' });
     });
 
     it('pages history with a cursor, newest page first', async () => {
