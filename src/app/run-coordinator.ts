@@ -1,4 +1,5 @@
-import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import type { BaseMessage } from '@langchain/core/messages';
+import { toTaskMessage, type TaskInput } from '../agent/task-message.js';
 import type { Logger } from 'pino';
 import { VigilError, isVigilError, type ErrorCode } from '../domain/errors.js';
 import type { VigilEvent } from '../domain/events.js';
@@ -12,8 +13,8 @@ import type { AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } 
 export interface RunRequest {
   context: RunContext;
   agent: AgentRecord;
-  /** The task message: the person's message, or a synthetic one with metadata. */
-  input: HumanMessage;
+  /** The task: a person's text or message, or a synthetic message with metadata. */
+  input: TaskInput;
   /** The caller's signal (e.g. the HTTP client went away); cancels the run. */
   signal?: AbortSignal;
 }
@@ -115,7 +116,7 @@ export class RunCoordinator {
         systemPrompt: agent.systemPrompt,
       };
       const stream = await this.deps.graph.stream(
-        { messages: [request.input] },
+        { messages: [toTaskMessage(request.input)] },
         { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] as const },
       );
       let latest: ChatStateValue | undefined;

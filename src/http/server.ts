@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifyWebsocket from '@fastify/websocket';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -21,8 +21,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: 'requestId',
-    disableRequestLogging: false,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();
 

@@ -352,6 +352,40 @@ export function httpApiSuite(backend: () => Backend): void {
     });
   });
 
+  describe('cancel', () => {
+    it('a run cancelled over the WebSocket ends with run.end cancelled; the thread stays usable', async () => {
+      const slow = await startTestServer(backend(), { demoTokenDelayMs: 40 });
+      try {
+        const thread = (await slow.request('POST', '/api/threads', { body: {} })).body;
+        const { WebSocket } = await import('ws');
+        const socket = new WebSocket(`${slow.url.replace('http', 'ws')}/api/ws?token=${ALICE.token}`);
+        await new Promise((resolve) => socket.once('open', resolve));
+        const seen: Array<Record<string, any>> = [];
+        socket.on('message', (data) => {
+          const event = JSON.parse(String(data));
+          seen.push(event);
+          if (event.type === 'message.delta' && seen.filter((item) => item.type === 'message.delta').length === 1) {
+            socket.send(JSON.stringify({ type: 'run.cancel', runId: event.runId }));
+          }
+        });
+        socket.send(JSON.stringify({ type: 'message.send', threadId: thread.id, content: 'a long answer please' }));
+        await waitFor(() => seen.some((event) => event.type === 'run.end'));
+        socket.close();
+        const end = seen.find((event) => event.type === 'run.end');
+        expect(end).toMatchObject({ status: 'cancelled', reason: 'the run was cancelled' });
+        expect(seen.filter((event) => event.type === 'message.end').map((event) => event.message.role)).toEqual(['user']);
+        const run = await slow.request('GET', `/api/runs/${end!.runId}`);
+        expect(run.body).toMatchObject({ status: 'cancelled', reason: 'the run was cancelled', error: null });
+        const again = await slow.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: 'and now?' } });
+        expect(again.body.run.status).toBe('succeeded');
+        const history = await slow.request('GET', `/api/threads/${thread.id}/history`);
+        expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'user', 'assistant']);
+      } finally {
+        await slow.destroy();
+      }
+    });
+  });
+
   describe('failures', () => {
     it('a failing model ends the run with MODEL_ERROR and run.end; the person\'s message is kept', async () => {
       const failing = await startTestServer(backend(), {
