@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { LOCAL_USER_ID } from './config.js';
-import { buildChatGraph } from './agent/chat-graph.js';
+import { buildChatGraph, RESPOND_NODE } from './agent/chat-graph.js';
 import { AgentService } from './app/agent-service.js';
 import { ConversationService } from './app/conversation-service.js';
 import { checkMetadataIntegrity } from './app/integrity-check.js';
@@ -64,8 +64,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     else logger.info({ model: config.model }, 'model configured');
 
     const events = new InProcessEventBus(logger);
-    const graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger });
-    const coordinator = new RunCoordinator({ storage, graph, events, clock, logger, defaultModel: config.model, modelLabel });
+    const chatGraph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger });
+    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) } };
+    const coordinator = new RunCoordinator({ storage, graphs, events, clock, logger, defaultModel: config.model, modelLabel });
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);

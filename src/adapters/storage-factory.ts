@@ -2,10 +2,10 @@
  * Chooses the storage backend from the database URL: none means an SQLite file under the
  * data directory (no setup), `postgres://` or `postgresql://` means PostgreSQL.
  */
+import type { SqlStorage } from './sql/sql-storage.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Storage } from '../app/ports.js';
 import { VigilError } from '../domain/errors.js';
 import { openPostgresStorage } from './sql/postgres-storage.js';
 import { openSqliteStorage } from './sql/sqlite-storage.js';
@@ -20,7 +20,7 @@ export async function openStorage(options: {
   dataDir: string;
   logger: Logger;
   postgresSchema?: string;
-}): Promise<Storage> {
+}): Promise<SqlStorage> {
   const url = options.databaseUrl;
   if (url === undefined || url === '') {
     await mkdir(options.dataDir, { recursive: true });

@@ -4,11 +4,11 @@ import type { Logger } from 'pino';
 import { VigilError, isVigilError, type ErrorCode } from '../domain/errors.js';
 import type { VigilEvent } from '../domain/events.js';
 import type { RunContext } from '../domain/run-context.js';
-import { RESPOND_NODE, type ChatGraph, type ChatStateValue } from '../agent/chat-graph.js';
+import type { RegisteredGraph } from '../agent/agent-graph.js';
 import { runConfig } from '../agent/run-settings.js';
 import { ThreadLocks } from './thread-lock.js';
 import { projectMessage } from './message-projection.js';
-import type { AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
+import type { AgentKind, AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
 
 export interface RunRequest {
   context: RunContext;
@@ -27,7 +27,8 @@ export interface RunOutcome {
 
 export interface RunCoordinatorDependencies {
   storage: Storage;
-  graph: ChatGraph;
+  /** The compiled graph of each agent kind. */
+  graphs: Partial<Record<AgentKind, RegisteredGraph>>;
   events: EventBus;
   clock: Clock;
   logger: Logger;
@@ -85,6 +86,8 @@ export class RunCoordinator {
     const onCallerAbort = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
     request.signal?.addEventListener('abort', onCallerAbort, { once: true });
     if (request.signal?.aborted) onCallerAbort();
+    const registered = this.deps.graphs[agent.kind];
+    if (!registered) throw new VigilError('VALIDATION_FAILED', `agents of kind "${agent.kind}" cannot run on this server`);
     const modelSpec = agent.model ?? this.deps.defaultModel;
     const modelName = this.deps.modelLabel(modelSpec);
     const projected: StoredMessage[] = [];
@@ -115,18 +118,16 @@ export class RunCoordinator {
         model: modelSpec,
         systemPrompt: agent.systemPrompt,
       };
-      const stream = await this.deps.graph.stream(
+      const stream = await registered.graph.stream(
         { messages: [toTaskMessage(request.input)] },
-        { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] as const },
+        { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] },
       );
-      let latest: ChatStateValue | undefined;
       for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
         if (mode === 'values') {
-          latest = chunk as ChatStateValue;
-          projected.push(...(await this.project(context, latest.messages, run.id)));
+          projected.push(...(await this.project(context, messagesOf(chunk), run.id)));
         } else if (mode === 'messages') {
           const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
-          if (metadata?.langgraph_node !== RESPOND_NODE) continue;
+          if (!registered.replyNodes.has(String(metadata?.langgraph_node))) continue;
           const delta = typeof message.content === 'string' ? message.content : '';
           if (delta) this.emit({ type: 'message.delta', threadId: context.threadId, runId: run.id, at: clock.now().toISOString(), messageId: message.id ?? run.id, delta });
         }
@@ -143,8 +144,8 @@ export class RunCoordinator {
       if (!run) throw error;
       // The input may already be in the checkpoint: keep the projection in step with it.
       try {
-        const state = await this.deps.graph.getState(runConfig({ ...placeholderSettings(context), model: modelSpec }));
-        projected.push(...(await this.project(context, (state.values as ChatStateValue).messages ?? [], run.id)));
+        const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: modelSpec }));
+        projected.push(...(await this.project(context, messagesOf(state.values), run.id)));
       } catch (projectionError) {
         log.error({ err: projectionError }, 'could not bring the message projection in step after a failed run');
       }
@@ -225,6 +226,11 @@ export function publicMetadataOf(message: Pick<StoredMessage, 'type' | 'response
   if (message.type === 'ai' && typeof model === 'string') metadata.model = model;
   if (message.responseMetadata.demo === true) metadata.demo = true;
   return metadata;
+}
+
+function messagesOf(values: unknown): BaseMessage[] {
+  const messages = (values as { messages?: unknown } | null)?.messages;
+  return Array.isArray(messages) ? (messages as BaseMessage[]) : [];
 }
 
 function reasonOf(signal: AbortSignal): string {

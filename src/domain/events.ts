@@ -36,12 +36,52 @@ export const errorEventSchema = z.object({
   message: z.string(),
 });
 
+// ---------- autonomy: follow-up timers ----------
+const timerBase = { threadId: z.string(), timerId: z.string(), at: z.string() };
+export const timerScheduleEventSchema = z.object({ type: z.literal('timer.schedule'), ...timerBase, dueAt: z.string(), triggerType: z.string(), reason: z.string().optional() });
+export const timerFireEventSchema = z.object({ type: z.literal('timer.fire'), ...timerBase, runId: z.string().optional(), triggerType: z.string() });
+export const timerCancelEventSchema = z.object({ type: z.literal('timer.cancel'), ...timerBase, reason: z.string() });
+
+// ---------- planner progress ----------
+const planBase = { ...base, planId: z.string() };
+export const planCreateEventSchema = z.object({
+  type: z.literal('plan.create'),
+  ...planBase,
+  goal: z.string(),
+  milestones: z.array(z.object({ id: z.string(), title: z.string() })),
+});
+export const stepStartEventSchema = z.object({ type: z.literal('step.start'), ...planBase, milestoneId: z.string(), stepIndex: z.number().int(), description: z.string() });
+export const stepEndEventSchema = z.object({
+  type: z.literal('step.end'),
+  ...planBase,
+  milestoneId: z.string(),
+  stepIndex: z.number().int(),
+  status: z.enum(['succeeded', 'failed']),
+  summary: z.string().optional(),
+});
+export const criticDecideEventSchema = z.object({
+  type: z.literal('critic.decide'),
+  ...planBase,
+  level: z.enum(['tactical', 'strategic']),
+  decision: z.enum(['approve', 'revise', 'continue']),
+  reason: z.string(),
+});
+export const planCompleteEventSchema = z.object({ type: z.literal('plan.complete'), ...planBase, status: z.enum(['completed', 'stopped']), reason: z.string().optional() });
+
 export const vigilEventSchema = z.discriminatedUnion('type', [
   runStartEventSchema,
   messageDeltaEventSchema,
   messageEndEventSchema,
   runEndEventSchema,
   errorEventSchema,
+  timerScheduleEventSchema,
+  timerFireEventSchema,
+  timerCancelEventSchema,
+  planCreateEventSchema,
+  stepStartEventSchema,
+  stepEndEventSchema,
+  criticDecideEventSchema,
+  planCompleteEventSchema,
 ]);
 export type VigilEvent = z.infer<typeof vigilEventSchema>;
 export type VigilEventType = VigilEvent['type'];

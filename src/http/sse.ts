@@ -40,7 +40,7 @@ export async function streamRunAsSse(
     ended = resolve;
   });
   const unsubscribe = deps.events.subscribe(target.threadId, (event) => {
-    if (event.runId !== target.runId) return;
+    if (!('runId' in event) || event.runId !== target.runId) return;
     write(event);
     if (event.type === 'run.end') ended();
   });

@@ -8,8 +8,8 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Database, SqlDialectName } from '../../src/adapters/sql/database.js';
-import { MIGRATIONS } from '../../src/adapters/sql/migrations.js';
-import type { Migration } from '../../src/adapters/sql/migrations.js';
+import { MIGRATIONS } from '../../src/adapters/sql/migrations/index.js';
+import type { Migration } from '../../src/adapters/sql/migrations/index.js';
 import { migrate } from '../../src/adapters/sql/migrator.js';
 import { describePostgres, dropSchema, postgresTarget, randomSchemaName, TEST_DATABASE_URL } from '../helpers/postgres.js';
 

@@ -8,8 +8,8 @@ import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, SqlDialectName } from './database.js';
-import { MIGRATIONS } from './migrations.js';
-import type { Migration } from './migrations.js';
+import { MIGRATIONS } from './migrations/index.js';
+import type { Migration } from './migrations/index.js';
 
 export interface MigrateOptions {
   dialect: SqlDialectName;

@@ -2,7 +2,6 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Storage } from '../../app/ports.js';
 import { VigilError } from '../../domain/errors.js';
 import type { Database, SqlContext } from './database.js';
 import { migrate } from './migrator.js';
@@ -28,7 +27,7 @@ const jsonAsText: pg.CustomTypesConfig = {
  * App tables through Kysely and checkpoints through LangGraph's PostgresSaver, both in
  * `schema` (created if missing). Each has its own pool.
  */
-export async function openPostgresStorage(options: { connectionString: string; schema?: string | undefined; logger: Logger }): Promise<Storage> {
+export async function openPostgresStorage(options: { connectionString: string; schema?: string | undefined; logger: Logger }): Promise<SqlStorage> {
   const schema = options.schema ?? 'public';
   if (!SCHEMA_NAME.test(schema)) {
     throw new VigilError('CONFIG_INVALID', `invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _`);

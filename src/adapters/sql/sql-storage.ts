@@ -15,13 +15,17 @@ export class SqlStorage implements Storage {
   readonly runs: RunRepository;
   readonly memories: MemoryStore;
   readonly checkpointer: BaseCheckpointSaver;
-  readonly #context: SqlContext;
+  /**
+   * The Kysely database, for feature repositories the composition root builds over the
+   * same connection (each extends the table types with `db.withTables<…>()`).
+   */
+  readonly context: SqlContext;
   readonly #release: () => Promise<void>;
   #closing: Promise<void> | undefined;
 
   constructor(context: SqlContext, checkpointer: BaseCheckpointSaver, release: () => Promise<void>) {
     this.kind = context.dialect;
-    this.#context = context;
+    this.context = context;
     this.checkpointer = checkpointer;
     this.#release = release;
     this.agents = new SqlAgentRepository(context);
@@ -31,7 +35,7 @@ export class SqlStorage implements Storage {
   }
 
   async ping(): Promise<void> {
-    await sql`select 1`.execute(this.#context.db);
+    await sql`select 1`.execute(this.context.db);
   }
 
   /** Idempotent: every call waits for the same single shutdown. */

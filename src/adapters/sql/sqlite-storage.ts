@@ -1,7 +1,6 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Logger } from 'pino';
-import type { Storage } from '../../app/ports.js';
 import { AsyncMutex } from './async-mutex.js';
 import type { Database, SqlContext } from './database.js';
 import { GatedSqliteSaver } from './gated-sqlite-saver.js';
@@ -15,7 +14,7 @@ const BUSY_TIMEOUT_MS = 5_000;
  * App tables and LangGraph checkpoints in one SQLite file (or ':memory:'), on one
  * better-sqlite3 connection shared by Kysely and the SqliteSaver.
  */
-export async function openSqliteStorage(options: { file: string; logger: Logger }): Promise<Storage> {
+export async function openSqliteStorage(options: { file: string; logger: Logger }): Promise<SqlStorage> {
   const database = new BetterSqlite3(options.file);
   let db: Kysely<Database> | undefined;
   try {
