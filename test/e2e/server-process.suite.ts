@@ -4,7 +4,12 @@ import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { parseSse } from '../helpers/test-server.js';
 import { spawnServer, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
-/** The real server process, end to end: HTTP, SSE, WebSocket, restart. */
+/**
+ * The real server process, end to end: HTTP, SSE, WebSocket, restart. A process start
+ * loads LangChain and compiles TypeScript on the fly, which takes seconds on a busy
+ * 2-core machine: hence the generous per-test timeout (a bound, not a speed target).
+ */
+const PROCESS_TEST_TIMEOUT_MS = 180_000;
 export function serverProcessSuite(environment: () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>): void {
   let place: { env: Record<string, string>; cleanup: () => Promise<void> };
   let dataDir: string;
@@ -63,19 +68,19 @@ export function serverProcessSuite(environment: () => Promise<{ env: Record<stri
     const after = await (await fetch(`${server.url}/api/threads/${thread.id}/history`)).json();
     expect(after).toEqual(before);
     await server.stop('SIGTERM');
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('refuses to start on a bad setting, naming it, with a non-zero exit', async () => {
     const { exited, output } = spawnServer({ VIGIL_DATA_DIR: dataDir, ...place.env, VIGIL_PORT: 'not-a-port' });
     const { code } = await exited;
     expect(code).not.toBe(0);
     expect(output()).toContain('VIGIL_PORT');
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('I12: refuses to bind a non-loopback host without tokens', async () => {
     const { exited, output } = spawnServer({ VIGIL_DATA_DIR: dataDir, ...place.env, VIGIL_HOST: '0.0.0.0' });
     const { code } = await exited;
     expect(code).not.toBe(0);
     expect(output()).toContain('VIGIL_AUTH_TOKENS');
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 }

@@ -26,7 +26,7 @@ export function spawnServer(environment: Record<string, string>): { child: Child
   return { child, output: () => output, exited };
 }
 
-export async function startServerProcess(environment: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
+export async function startServerProcess(environment: Record<string, string>, timeoutMs = 90_000): Promise<ServerProcess> {
   const { child, output, exited } = spawnServer(environment);
   const started = Date.now();
   let url: string | undefined;
