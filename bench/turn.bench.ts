@@ -1,0 +1,348 @@
+/**
+ * Group "turn": one turn on a thread that already holds 10 … 2,000 messages, on SQLite
+ * and PostgreSQL, four ways side by side (turns interleaved, so a busy neighbour on
+ * the shared cores slows all of them alike):
+ *
+ *  - vigil:     RunCoordinator.run → chat graph (recall_memories → respond) with the
+ *               demo model, projection kept in step, events published;
+ *  - langgraph: LangGraph's own saver used directly: a one-node StateGraph over a
+ *               messages channel (messagesStateReducer), one invoke per turn;
+ *  - delta:     the same graph with LangGraph's experimental DeltaChannel
+ *               (MessagesDeltaValue / messagesDeltaReducer), which saves per-step
+ *               writes instead of the whole list (reported, or why it failed; the
+ *               seeded thread has no snapshot yet, so each turn replays from the seed);
+ *  - exit:      the plain langgraph graph with `durability: 'exit'`: one checkpoint at
+ *               the end of the run instead of one per step (what vigil could do).
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { Annotation, END, MessagesDeltaValue, START, StateGraph, StateSchema, messagesStateReducer } from '@langchain/langgraph';
+import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import BetterSqlite3 from 'better-sqlite3';
+import { InProcessEventBus } from '../src/adapters/events/in-process-event-bus.js';
+import { DEMO_MODEL_NAME, DemoChatModel } from '../src/adapters/llm/demo-chat-model.js';
+import { RESPOND_NODE, buildChatGraph, type ChatStateValue } from '../src/agent/chat-graph.js';
+import { runConfig, type RunSettings } from '../src/agent/run-settings.js';
+import { toStoredMessage } from '../src/app/message-projection.js';
+import type { AgentRecord } from '../src/app/ports.js';
+import { RunCoordinator } from '../src/app/run-coordinator.js';
+import { backendsOf, openBenchStorage, type BackendName } from './backends.js';
+import { conversation, userTurnText } from './fixtures.js';
+import type { BenchOptions, BenchRow } from './types.js';
+import { benchSchema, postgresCheckpointCount, round, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, stats, tempDir } from './util.js';
+
+const GROUP = 'turn';
+const USER = 'bench-user';
+const P50_TABLE = 'turn latency p50 (ms), and ratio to the plain LangGraph saver';
+const P95_TABLE = 'turn latency p95 (ms)';
+const BYTES_TABLE = 'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the schema\'s tables)';
+const CHECKPOINTS_TABLE =
+  'checkpoints saved and read (saver.getTuple) per turn; on SQLite each saved one is a full copy of the message list, PostgreSQL re-stores only changed channels';
+const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
+
+export type Variant = 'vigil' | 'langgraph' | 'delta' | 'exit';
+/** Experiments: a failure is reported in a note, never fatal. */
+const EXPERIMENTS: readonly Variant[] = ['delta', 'exit'];
+
+/** One way of running turns, on one database, with its own current thread. */
+export interface TurnHarness {
+  readonly variant: Variant;
+  /** Start a new current thread already holding `size` messages. */
+  seed(size: number): Promise<void>;
+  /** One turn on the current thread: a person's message in, the demo model's reply out. */
+  turn(index: number): Promise<void>;
+  /** Messages in the current thread's state (checkpoint), to check nothing was lost. */
+  stateLength(): Promise<number>;
+  bytes(): Promise<number>;
+  /** Checkpoints saved so far for the current thread. */
+  checkpoints(): Promise<number>;
+  /** Checkpoint reads (saver.getTuple calls) so far, all threads. */
+  reads(): number;
+}
+
+interface Plan {
+  sizes: { size: number; turns: number }[];
+  warmup: number;
+}
+
+function planFor(options: BenchOptions): Plan {
+  if (options.quick) return { sizes: [{ size: 10, turns: 5 }, { size: 100, turns: 5 }, { size: 500, turns: 5 }], warmup: 2 };
+  return {
+    sizes: [
+      { size: 10, turns: 25 },
+      { size: 100, turns: 25 },
+      { size: 1_000, turns: 15 },
+      { size: 2_000, turns: 15 },
+    ],
+    warmup: 2,
+  };
+}
+
+export async function benchTurns(options: BenchOptions): Promise<BenchRow[]> {
+  const plan = planFor(options);
+  const rows: BenchRow[] = [];
+  for (const backend of backendsOf(options)) rows.push(...(await benchBackend(options, backend, plan)));
+  return rows;
+}
+
+async function benchBackend(options: BenchOptions, backend: BackendName, plan: Plan): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const harnesses: TurnHarness[] = [await vigilHarness(options, backend), await langGraphHarness(options, backend, 'langgraph')];
+  const failures = new Map<Variant, string>();
+  for (const variant of ['delta', 'exit'] as const) {
+    try {
+      harnesses.push(await langGraphHarness(options, backend, variant));
+    } catch (error) {
+      failures.set(variant, `could not build: ${describe(error)}`);
+    }
+  }
+  // A failing experiment is reported, never fatal; vigil and the plain saver must work.
+  const guarded = async (harness: TurnHarness, work: () => Promise<void>) => {
+    if (failures.has(harness.variant)) return;
+    if (!EXPERIMENTS.includes(harness.variant)) return work();
+    try {
+      await work();
+    } catch (error) {
+      failures.set(harness.variant, describe(error));
+    }
+  };
+
+  for (const { size, turns } of plan.sizes) {
+    options.progress(`turn: ${backend}, ${size} messages, ${turns} turns × ${harnesses.length} variants`);
+    const samples = new Map<Variant, number[]>(harnesses.map((harness) => [harness.variant, []]));
+    const bytesBefore = new Map<Variant, number>();
+    const bytesAfter = new Map<Variant, number>();
+    const checkpointsBefore = new Map<Variant, number>();
+    const checkpointsAfter = new Map<Variant, number>();
+    const readsBefore = new Map<Variant, number>();
+    const readsAfter = new Map<Variant, number>();
+    for (const harness of harnesses) await guarded(harness, () => harness.seed(size));
+    let turnIndex = 0;
+    for (let index = 0; index < plan.warmup; index++, turnIndex++) {
+      for (const harness of harnesses) await guarded(harness, () => harness.turn(turnIndex));
+    }
+    for (const harness of harnesses) {
+      await guarded(harness, async () => {
+        bytesBefore.set(harness.variant, await harness.bytes());
+        checkpointsBefore.set(harness.variant, await harness.checkpoints());
+        readsBefore.set(harness.variant, harness.reads());
+      });
+    }
+    for (let index = 0; index < turns; index++, turnIndex++) {
+      for (const harness of harnesses) {
+        await guarded(harness, async () => {
+          const start = performance.now();
+          await harness.turn(turnIndex);
+          samples.get(harness.variant)!.push(performance.now() - start);
+        });
+      }
+    }
+    for (const harness of harnesses) {
+      await guarded(harness, async () => {
+        bytesAfter.set(harness.variant, await harness.bytes());
+        checkpointsAfter.set(harness.variant, await harness.checkpoints());
+        readsAfter.set(harness.variant, harness.reads());
+      });
+    }
+    // Every turn adds the person's message and the reply: anything else means lost state.
+    const expected = size + 2 * turnIndex;
+    for (const harness of harnesses) {
+      await guarded(harness, async () => {
+        const length = await harness.stateLength();
+        if (length !== expected) throw new Error(`state holds ${length} messages after ${turnIndex} turns on ${size}, expected ${expected}`);
+      });
+    }
+
+    const p50 = new Map<Variant, number>();
+    for (const harness of harnesses) {
+      const variant = harness.variant;
+      const measured = samples.get(variant)!;
+      if (failures.has(variant) || measured.length < turns) continue;
+      const result = stats(measured);
+      p50.set(variant, result.p50);
+      const line = `${backend} ${String(size).padStart(5)} msgs`;
+      const growth = (bytesAfter.get(variant)! - bytesBefore.get(variant)!) / turns;
+      rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} p50`, value: round(result.p50, 1), unit: 'ms', dims: { table: P50_TABLE, line, column: variant } });
+      rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} p95`, value: round(result.p95, 1), unit: 'ms', dims: { table: P95_TABLE, line, column: variant } });
+      rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} growth`, value: Math.round(growth / 1024), unit: 'KiB/turn', dims: { table: BYTES_TABLE, line, column: variant } });
+      const saved = (checkpointsAfter.get(variant)! - checkpointsBefore.get(variant)!) / turns;
+      rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} checkpoints`, value: round(saved, 2), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} saved` } });
+      const reads = (readsAfter.get(variant)! - readsBefore.get(variant)!) / turns;
+      rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} reads`, value: round(reads, 1), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} read` } });
+    }
+    const base = p50.get('langgraph');
+    for (const variant of ['vigil', 'delta', 'exit'] as const) {
+      const value = p50.get(variant);
+      if (base === undefined || value === undefined) continue;
+      rows.push({
+        group: GROUP,
+        name: `${backend} ${size} msgs ${variant}/langgraph p50`,
+        value: round(value / base, 2),
+        unit: '×',
+        dims: { table: P50_TABLE, line: `${backend} ${String(size).padStart(5)} msgs`, column: `${variant} ÷ langgraph` },
+      });
+    }
+  }
+  for (const [variant, reason] of failures) {
+    rows.push({ group: GROUP, name: `${backend} ${variant} failed`, value: Number.NaN, unit: '', note: reason });
+  }
+  return rows;
+}
+
+// ---------- vigil: the coordinator, the chat graph, the projection ----------
+
+export async function vigilHarness(options: BenchOptions, backend: BackendName): Promise<TurnHarness> {
+  const { storage, bytes, checkpoints } = await openBenchStorage(options, backend, 'turn-vigil');
+  const reads = countReads(storage.checkpointer);
+  const model = new DemoChatModel({ tokenDelayMs: 0 });
+  const graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models: () => model, logger: silentLogger });
+  const events = new InProcessEventBus(silentLogger);
+  const coordinator = new RunCoordinator({
+    storage,
+    // As main.ts registers it.
+    graphs: { chat: { graph, replyNodes: new Set([RESPOND_NODE]) } },
+    events,
+    clock: { now: () => new Date() },
+    logger: silentLogger,
+    defaultModel: 'demo',
+    modelLabel: (spec) => (spec === 'demo' ? DEMO_MODEL_NAME : spec),
+  });
+  const now = () => new Date().toISOString();
+  const agent: AgentRecord = await storage.agents.create({ id: 'bench', userId: USER, name: 'bench', kind: 'chat', systemPrompt: SYSTEM_PROMPT, model: 'demo', settings: {} }, now());
+  let threadId = '';
+  let delivered = 0;
+  const settings = (runId: string): RunSettings => ({ runId, threadId, userId: USER, agentId: agent.id, trigger: 'user', model: 'demo', systemPrompt: SYSTEM_PROMPT });
+
+  return {
+    variant: 'vigil',
+    async seed(size) {
+      threadId = randomUUID();
+      await storage.threads.create({ id: threadId, userId: USER, agentId: agent.id, title: `${size} messages` }, now());
+      // A connected client: every event goes somewhere, as in a live session.
+      events.subscribe(threadId, () => void delivered++);
+      if (size === 0) return;
+      // Grow the checkpoint in one invoke (size - 1 messages in, the reply out), then
+      // project exactly that state, as the coordinator would have turn by turn.
+      const state = (await graph.invoke({ messages: conversation(size - 1, size) }, runConfig(settings('seed')))) as ChatStateValue;
+      const at = now();
+      const rows = state.messages.map((message) => toStoredMessage(message, 'seed', at));
+      for (let start = 0; start < rows.length; start += 500) await storage.threads.appendMessages(threadId, rows.slice(start, start + 500), at);
+      const thread = await storage.threads.get(USER, threadId);
+      if (thread?.messageCount !== size || state.messages.length !== size) {
+        throw new Error(`seeding ${size}: state ${state.messages.length}, projection ${thread?.messageCount}`);
+      }
+    },
+    async turn(index) {
+      const context = {
+        runId: randomUUID(),
+        threadId,
+        userId: USER,
+        agentId: agent.id,
+        trigger: 'user' as const,
+        meta: {},
+        requestedAt: now(),
+        correlationId: randomUUID(),
+      };
+      const outcome = await coordinator.run({ context, agent, input: new HumanMessage({ id: randomUUID(), content: userTurnText(index) }) });
+      if (outcome.run.status !== 'succeeded') throw new Error(`vigil run ${outcome.run.status}: ${outcome.run.errorMessage ?? ''}`);
+      if (outcome.messages.length !== 2) throw new Error(`vigil run projected ${outcome.messages.length} messages, expected 2`);
+    },
+    async stateLength() {
+      const snapshot = await graph.getState(runConfig(settings('check')));
+      const length = (snapshot.values as ChatStateValue).messages.length;
+      const thread = await storage.threads.get(USER, threadId);
+      if (thread?.messageCount !== length) throw new Error(`projection ${thread?.messageCount} ≠ state ${length}`);
+      return length;
+    },
+    bytes,
+    checkpoints: () => checkpoints(threadId),
+    reads,
+  };
+}
+
+// ---------- LangGraph's saver used directly ----------
+
+const PlainState = Annotation.Root({
+  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+});
+const DeltaState = new StateSchema({ messages: MessagesDeltaValue });
+
+export async function langGraphHarness(options: BenchOptions, backend: BackendName, variant: Exclude<Variant, 'vigil'>): Promise<TurnHarness> {
+  const { saver, bytes, checkpoints } = await openSaver(options, backend, variant);
+  const reads = countReads(saver);
+  const model = new DemoChatModel({ tokenDelayMs: 0 });
+  async function respond(state: { messages: BaseMessage[] }, config: RunnableConfig) {
+    // Same shape of model call as vigil's respond node: a system message, then the thread.
+    const reply = await model.invoke([new SystemMessage(SYSTEM_PROMPT), ...state.messages], config);
+    return { messages: [reply] };
+  }
+  const graph =
+    variant !== 'delta'
+      ? new StateGraph(PlainState).addNode('respond', respond).addEdge(START, 'respond').addEdge('respond', END).compile({ checkpointer: saver })
+      : new StateGraph(DeltaState).addNode('respond', respond).addEdge(START, 'respond').addEdge('respond', END).compile({ checkpointer: saver });
+  let threadId = '';
+  const config = () => ({ configurable: { thread_id: threadId }, ...(variant === 'exit' ? { durability: 'exit' as const } : {}) });
+  return {
+    variant,
+    async seed(size) {
+      threadId = randomUUID();
+      if (size > 0) await graph.invoke({ messages: conversation(size - 1, size) }, config());
+    },
+    async turn(index) {
+      await graph.invoke({ messages: [new HumanMessage({ id: randomUUID(), content: userTurnText(index) })] }, config());
+    },
+    async stateLength() {
+      const snapshot = await graph.getState(config());
+      return (snapshot.values as { messages: BaseMessage[] }).messages.length;
+    },
+    bytes,
+    checkpoints: () => checkpoints(threadId),
+    reads,
+  };
+}
+
+interface OpenedSaver {
+  saver: BaseCheckpointSaver;
+  bytes: () => Promise<number>;
+  checkpoints: (threadId: string) => Promise<number>;
+}
+
+async function openSaver(options: BenchOptions, backend: BackendName, label: string): Promise<OpenedSaver> {
+  if (backend === 'sqlite') {
+    const file = join(await tempDir(options, `turn-${label}`), 'langgraph.sqlite');
+    const database = new BetterSqlite3(file);
+    // WAL, as vigil's SQLite storage uses, so the two differ in what they store, not how.
+    database.pragma('journal_mode = WAL');
+    options.onCleanup(async () => {
+      database.close();
+    });
+    return { saver: new SqliteSaver(database), bytes: () => sqliteBytes(file), checkpoints: (threadId) => sqliteCheckpointCount(file, threadId) };
+  }
+  const url = options.postgresUrl!;
+  const schema = benchSchema(options, url);
+  const saver = PostgresSaver.fromConnString(url, { schema });
+  options.onCleanup(() => saver.end());
+  await saver.setup();
+  return { saver, bytes: () => schemaBytes(url, schema), checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId) };
+}
+
+/** Counts the saver's getTuple calls (on this instance only): how many checkpoints a turn reads. */
+function countReads(saver: BaseCheckpointSaver): () => number {
+  let count = 0;
+  const getTuple = saver.getTuple.bind(saver);
+  saver.getTuple = (config) => {
+    count++;
+    return getTuple(config);
+  };
+  return () => count;
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const frame = error.stack?.split('\n').find((line) => line.includes('node_modules/@langchain'))?.trim();
+  return `${error.name}: ${error.message}${frame ? ` (${frame.replace(/^at /, 'at ').replace(/.*node_modules\//, '')})` : ''}`;
+}

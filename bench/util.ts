@@ -1,0 +1,177 @@
+/**
+ * Small helpers shared by the benchmarks: timing statistics, temp dirs, PostgreSQL
+ * schemas and sizes, SQLite file sizes. Nothing here writes into the repository.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { pino, type Logger } from 'pino';
+import type { BenchOptions } from './types.js';
+
+export const silentLogger: Logger = pino({ level: 'silent' });
+
+export interface Stats {
+  count: number;
+  mean: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  min: number;
+  max: number;
+}
+
+/** Nearest-rank percentiles over the samples (milliseconds in, milliseconds out). */
+export function stats(samples: readonly number[]): Stats {
+  if (samples.length === 0) throw new Error('no samples');
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  return {
+    count: sorted.length,
+    mean: sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
+    p50: at(50),
+    p95: at(95),
+    p99: at(99),
+    min: sorted[0]!,
+    max: sorted.at(-1)!,
+  };
+}
+
+/** Run `work` `warmup` times unmeasured, then `repetitions` times measured; milliseconds. */
+export async function sample(work: () => Promise<unknown>, repetitions: number, warmup: number): Promise<number[]> {
+  for (let index = 0; index < warmup; index++) await work();
+  const samples: number[] = [];
+  for (let index = 0; index < repetitions; index++) {
+    const start = performance.now();
+    await work();
+    samples.push(performance.now() - start);
+  }
+  return samples;
+}
+
+/** A temp dir under os.tmpdir(), removed at the end of the bench run. */
+export async function tempDir(options: BenchOptions, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `vigil-bench-${prefix}-`));
+  options.onCleanup(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A fresh, never-used schema name, dropped at the end of the bench run. */
+export function benchSchema(options: BenchOptions, url: string): string {
+  const schema = `vigil_bench_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  options.onCleanup(() => dropSchema(url, schema));
+  return schema;
+}
+
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`refusing to drop odd schema name ${schema}`);
+  await withClient(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+}
+
+/** Bytes of every table of the schema, with its indexes and TOAST. */
+export async function schemaBytes(url: string, schema: string): Promise<number> {
+  return withClient(url, async (client) => {
+    const result = await client.query<{ bytes: string | null }>(
+      `SELECT sum(pg_total_relation_size(format('%I.%I', schemaname, tablename)::regclass))::bigint AS bytes
+         FROM pg_tables WHERE schemaname = $1`,
+      [schema],
+    );
+    return Number(result.rows[0]?.bytes ?? 0);
+  });
+}
+
+export async function analyzeSchema(url: string, schema: string): Promise<void> {
+  await withClient(url, async (client) => {
+    const tables = await client.query<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema]);
+    for (const { tablename } of tables.rows) await client.query(`ANALYZE ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(tablename)}`);
+  });
+}
+
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** undefined when PostgreSQL answers `select version()`, else why not. */
+export async function postgresProblem(url: string): Promise<{ version?: string; problem?: string }> {
+  try {
+    const version = await withClient(url, async (client) => (await client.query<{ v: string }>('select current_setting($1) as v', ['server_version'])).rows[0]?.v);
+    return { version: version ?? 'unknown' };
+  } catch (error) {
+    return { problem: error instanceof Error ? error.message || error.name : String(error) };
+  }
+}
+
+/**
+ * Bytes an SQLite database holds, WAL included: first fold the WAL into the main file
+ * (from a second connection, between turns, when nobody else is in a transaction), then
+ * the size of both files.
+ */
+export async function sqliteBytes(file: string): Promise<number> {
+  const connection = new BetterSqlite3(file);
+  try {
+    connection.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    connection.close();
+  }
+  return (await fileSize(file)) + (await fileSize(`${file}-wal`));
+}
+
+/** Checkpoints LangGraph saved for a thread (the savers' own `checkpoints` table). */
+export async function sqliteCheckpointCount(file: string, threadId: string): Promise<number> {
+  const connection = new BetterSqlite3(file, { readonly: true });
+  try {
+    return (connection.prepare('SELECT count(*) AS count FROM checkpoints WHERE thread_id = ?').get(threadId) as { count: number }).count;
+  } finally {
+    connection.close();
+  }
+}
+
+export async function postgresCheckpointCount(url: string, schema: string, threadId: string): Promise<number> {
+  return withClient(url, async (client) => {
+    const result = await client.query<{ count: string }>(`SELECT count(*) AS count FROM ${client.escapeIdentifier(schema)}.checkpoints WHERE thread_id = $1`, [threadId]);
+    return Number(result.rows[0]?.count ?? 0);
+  });
+}
+
+async function fileSize(file: string): Promise<number> {
+  try {
+    return (await stat(file)).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** A full collection between groups, when the process can trigger one. */
+export function collectGarbage(): void {
+  gcFunction?.();
+}
+
+let gcFunction: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
+
+/** Makes `collectGarbage` work without --expose-gc (V8 flag set at run time). */
+export async function enableGc(): Promise<boolean> {
+  if (gcFunction) return true;
+  try {
+    const v8 = await import('node:v8');
+    const vm = await import('node:vm');
+    v8.setFlagsFromString('--expose-gc');
+    const gc: unknown = vm.runInNewContext('gc');
+    if (typeof gc === 'function') gcFunction = gc as () => void;
+  } catch {
+    // No GC between groups; the figures are still valid, only noisier.
+  }
+  return gcFunction !== undefined;
+}
+
+export function round(value: number, digits = 3): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
