@@ -5,7 +5,8 @@ import type { RunnableConfig } from '@langchain/core/runnables';
  * every agent kind's graph keeps a `messages` channel and is driven the same way.
  */
 export interface AgentGraph {
-  stream(input: Record<string, unknown>, options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[] }): Promise<AsyncIterable<unknown>>;
+  /** `null` resumes the thread from its last checkpoint (an interrupted turn is finished). */
+  stream(input: Record<string, unknown> | null, options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[] }): Promise<AsyncIterable<unknown>>;
   getState(config: RunnableConfig): Promise<{ values: unknown }>;
 }
 
@@ -13,4 +14,9 @@ export interface RegisteredGraph {
   graph: AgentGraph;
   /** Nodes whose model tokens are the agent's reply to a person (streamed as message.delta). */
   replyNodes: ReadonlySet<string>;
+  /**
+   * Why a run that ended normally stopped early (a planner bound, I9), read from the
+   * graph's final state for the run record and `run.end`; null when it simply finished.
+   */
+  endReason?: (values: unknown) => string | null;
 }

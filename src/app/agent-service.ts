@@ -30,6 +30,13 @@ export class AgentService {
     return agent;
   }
 
+  /** Set one key of the agent's settings (a feature's policy); AGENT_NOT_FOUND when it is not the user's. */
+  async updateSetting(userId: string, agentId: string, key: string, value: unknown): Promise<AgentRecord> {
+    const agent = await this.storage.agents.updateSetting(userId, agentId, key, value, this.clock.now().toISOString());
+    if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
+    return agent;
+  }
+
   /** Every user has a "default" agent on the server's model, created on first use. */
   async getOrCreateDefault(userId: string): Promise<AgentRecord> {
     const existing = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);

@@ -3,9 +3,10 @@ import { HumanMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
 import { VigilError } from '../domain/errors.js';
 import type { MessageContent } from '../domain/message-content.js';
+import { isRealUserMessage } from '../domain/message-metadata.js';
 import type { RunContext } from '../domain/run-context.js';
 import type { AgentService } from './agent-service.js';
-import type { RunCoordinator, RunOutcome } from './run-coordinator.js';
+import type { Admission, RunCoordinator, RunDeclined, RunOutcome } from './run-coordinator.js';
 import type { Clock, MessagePage, RunRecord, Storage, ThreadPage, ThreadRecord } from './ports.js';
 
 export interface HistoryQuery {
@@ -21,8 +22,20 @@ export interface SendOptions {
   signal?: AbortSignal;
 }
 
+/** Called when a person's message is received, before it waits for the thread or reaches a model. */
+export type UserMessageHook = (thread: ThreadRecord, receivedAt: string) => Promise<void>;
+
+/** What a system-started run may add: how it treats a busy thread, its admission check, its retry gate. */
+export interface TriggeredRunGate {
+  whenBusy?: 'wait' | 'decline';
+  admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
+  beforeRetry?: (retry: number) => Promise<boolean>;
+}
+
 /** Threads, their history, and a person's message: the use cases of the chat API. */
 export class ConversationService {
+  private readonly userMessageHooks: UserMessageHook[] = [];
+
   constructor(
     private readonly storage: Storage,
     private readonly agents: AgentService,
@@ -34,6 +47,11 @@ export class ConversationService {
   async createThread(userId: string, input: { agentId?: string | undefined; title?: string | undefined }): Promise<ThreadRecord> {
     const agent = input.agentId ? await this.agents.get(userId, input.agentId) : await this.agents.getOrCreateDefault(userId);
     return this.storage.threads.create({ id: randomUUID(), userId, agentId: agent.id, title: input.title ?? null }, this.clock.now().toISOString());
+  }
+
+  /** Register a hook run on receipt of every person's message (autonomy cancels the thread's timers there, I6). */
+  onUserMessage(hook: UserMessageHook): void {
+    this.userMessageHooks.push(hook);
   }
 
   listThreads(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage> {
@@ -86,6 +104,8 @@ export class ConversationService {
     const context = { ...this.newRunContext(thread, 'user', options.correlationId), ...(options.runId ? { runId: options.runId } : {}) };
     // A person's message never carries metadata: clients cannot set additional_kwargs.
     const input = new HumanMessage({ id: randomUUID(), content: content as HumanMessage['content'] });
+    // On receipt, not when processed (I6): before waiting for the thread or calling a model.
+    for (const hook of this.userMessageHooks) await hook(thread, context.requestedAt);
     return this.coordinator.run({ context, agent, input, ...(options.signal ? { signal: options.signal } : {}) });
   }
 
@@ -96,12 +116,36 @@ export class ConversationService {
   async runTriggered(
     userId: string,
     threadId: string,
-    request: { trigger: Exclude<RunContext['trigger'], 'user'>; input: HumanMessage; meta?: Record<string, unknown>; correlationId?: string },
+    // runId: chosen by a caller that answers before the run ends (a webhook's 202).
+    request: { trigger: Exclude<RunContext['trigger'], 'user'>; input: HumanMessage; meta?: Record<string, unknown>; correlationId?: string; runId?: string },
   ): Promise<RunOutcome> {
+    const outcome = await this.tryRunTriggered(userId, threadId, request, {});
+    if ('declined' in outcome) throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without a gate
+    return outcome;
+  }
+
+  /**
+   * runTriggered with a gate: a timer's run declines (nothing recorded) when its thread
+   * is busy or its admission check says no, and its model retries pass a budget check.
+   */
+  async tryRunTriggered(
+    userId: string,
+    threadId: string,
+    request: { trigger: Exclude<RunContext['trigger'], 'user'>; input: HumanMessage | null; meta?: Record<string, unknown>; correlationId?: string; runId?: string },
+    gate: TriggeredRunGate,
+  ): Promise<RunOutcome | RunDeclined> {
     const thread = await this.getThread(userId, threadId);
     const agent = await this.agents.get(userId, thread.agentId);
-    const context = { ...this.newRunContext(thread, request.trigger, request.correlationId), meta: { ...(request.meta ?? {}) } };
-    return this.coordinator.run({ context, agent, input: request.input });
+    const context = {
+      ...this.newRunContext(thread, request.trigger, request.correlationId),
+      ...(request.runId ? { runId: request.runId } : {}),
+      meta: { ...(request.meta ?? {}) },
+    };
+    // A person speaking through a chat channel (Telegram) is a person's message too: on receipt (I6).
+    if (request.input !== null && isRealUserMessage({ type: 'human', content: request.input.content, additional_kwargs: request.input.additional_kwargs })) {
+      for (const hook of this.userMessageHooks) await hook(thread, context.requestedAt);
+    }
+    return this.coordinator.tryRun({ context, agent, input: request.input, ...gate });
   }
 
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */

@@ -26,9 +26,21 @@ export interface ScheduleJob {
 
 export type JobHandler = (job: DueJob) => Promise<void>;
 
+/**
+ * An open transaction on the storage the queue shares with the app tables, opaque to the
+ * app layer (the adapters know it is a Kysely transaction). A job scheduled within one
+ * commits or rolls back with the rows written beside it: a timer row and its job are
+ * never one without the other.
+ */
+export type StorageTransaction = { readonly __brand: 'StorageTransaction' };
+
+export interface ScheduleOptions {
+  within?: StorageTransaction;
+}
+
 export interface JobQueue {
   /** Schedule a job; when a pending job with the same (queue, key) exists it is kept and `created` is false. */
-  schedule(job: ScheduleJob): Promise<{ id: string; created: boolean }>;
+  schedule(job: ScheduleJob, options?: ScheduleOptions): Promise<{ id: string; created: boolean }>;
   /** Cancel the pending job of (queue, key); false when there is none. */
   cancel(queue: string, key: string): Promise<boolean>;
   /** Register the handler of a queue (before or after start). A throw fails the delivery; it is retried with backoff up to a bound. */

@@ -34,6 +34,8 @@ export interface AgentRepository {
   create(agent: NewAgent, now: Iso): Promise<AgentRecord>;
   get(userId: string, id: string): Promise<AgentRecord | undefined>;
   list(userId: string): Promise<AgentRecord[]>;
+  /** Set one key of an agent's settings (others untouched); undefined when the agent is not the user's. */
+  updateSetting(userId: string, id: string, key: string, value: unknown, now: Iso): Promise<AgentRecord | undefined>;
 }
 
 // ---------- threads and their message projection ----------

@@ -1,4 +1,5 @@
-import type { BaseMessage } from '@langchain/core/messages';
+import { randomUUID } from 'node:crypto';
+import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { toTaskMessage, type TaskInput } from '../agent/task-message.js';
 import type { Logger } from 'pino';
 import { VigilError, isVigilError, type ErrorCode } from '../domain/errors.js';
@@ -6,24 +7,62 @@ import type { VigilEvent } from '../domain/events.js';
 import type { RunContext } from '../domain/run-context.js';
 import type { RegisteredGraph } from '../agent/agent-graph.js';
 import { runConfig } from '../agent/run-settings.js';
-import { ThreadLocks } from './thread-lock.js';
+import { InProcessThreadLocks, type ThreadLockService } from './thread-lock.js';
 import { projectMessage } from './message-projection.js';
+import { resolveRunMeta } from './run-meta.js';
 import type { AgentKind, AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
 
 export interface RunRequest {
   context: RunContext;
   agent: AgentRecord;
-  /** The task: a person's text or message, or a synthetic message with metadata. */
-  input: TaskInput;
+  /**
+   * The task: a person's text or message, or a synthetic message with metadata. `null`
+   * resumes the thread's interrupted turn from its checkpoint (a fire that a crash cut
+   * short is finished, not started again).
+   */
+  input: TaskInput | null;
   /** The caller's signal (e.g. the HTTP client went away); cancels the run. */
   signal?: AbortSignal;
+  /**
+   * When another run holds the thread: `wait` queues behind it (a person's message);
+   * `decline` gives up at once (a timer, which is deferred instead, I8).
+   */
+  whenBusy?: 'wait' | 'decline';
+  /**
+   * Called with the thread's lock held, before anything is recorded and before any
+   * model call: the last word on whether the run happens (caps, budgets, I5) and with
+   * what input. `signal` is aborted if a person's message already asked to pre-empt it.
+   */
+  admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
+  /** Called before each retry of a failed model call (a retry is a model call too, I5); false stops retrying. */
+  beforeRetry?: (retry: number) => Promise<boolean>;
 }
+
+export type Admission = { admitted: true; input?: TaskInput | null } | { admitted: false; reason: string };
 
 export interface RunOutcome {
   run: RunRecord;
   /** Messages this run added to the projection, in order (visible and internal). */
   messages: StoredMessage[];
 }
+
+/** A run that never started: the thread was busy, or `admit` said no. Nothing was recorded. */
+export interface RunDeclined {
+  declined: string;
+}
+
+export interface RunEndEvent {
+  context: RunContext;
+  agent: AgentRecord;
+  outcome: RunOutcome;
+  /** True when a person's message arrived while this run held the thread: whatever it planned next is stale. */
+  supersededByPerson: boolean;
+  /** Aborted if a person's message arrives while the hooks run (an evaluator's model call stops). */
+  signal: AbortSignal;
+}
+
+/** Called after `run.end`, with the thread still locked (nothing can interleave). */
+export type RunEndHook = (event: RunEndEvent) => Promise<void>;
 
 export interface RunCoordinatorDependencies {
   storage: Storage;
@@ -36,7 +75,18 @@ export interface RunCoordinatorDependencies {
   defaultModel: string;
   /** Label a model spec for run records and events. */
   modelLabel: (spec: string) => string;
+  /** One run per thread (I8): in-process by default, a PostgreSQL advisory lock across instances. */
+  locks?: ThreadLockService;
+  /** Retries of a failed model call before the run fails (default 2). */
+  modelRetries?: number;
+  /** Backoff before the first retry, doubled for each further one (default 500 ms). */
+  retryBackoffMs?: number;
 }
+
+/** Runs a person's message pre-empts (I8): the agent acting on its own. */
+const PREEMPTIBLE_TRIGGERS: ReadonlySet<RunContext['trigger']> = new Set(['autonomy', 'heartbeat']);
+export const PREEMPTED_REASON = 'pre-empted by a person\'s message';
+export const STOPPING_REASON = 'the server is stopping';
 
 interface ActiveRun {
   runId: string;
@@ -51,12 +101,22 @@ interface ActiveRun {
  * ends with `run.end` — after success, error or cancel.
  */
 export class RunCoordinator {
-  private readonly locks = new ThreadLocks();
+  private readonly locks: ThreadLockService;
   private readonly active = new Map<string, ActiveRun>(); // runId → run
+  private readonly runEndHooks: RunEndHook[] = [];
+  private readonly modelRetries: number;
+  private readonly retryBackoffMs: number;
+  /** Runs between taking and releasing their thread's lock (admission, run, hooks). */
+  private critical = 0;
+  private stopping = false;
   /** Legacy content-classified messages seen by this process, so their retirement can be tracked. */
   private legacyFallbacks = 0;
 
-  constructor(private readonly deps: RunCoordinatorDependencies) {}
+  constructor(private readonly deps: RunCoordinatorDependencies) {
+    this.locks = deps.locks ?? new InProcessThreadLocks();
+    this.modelRetries = deps.modelRetries ?? 2;
+    this.retryBackoffMs = deps.retryBackoffMs ?? 500;
+  }
 
   /** Cancel a run of this user; false when no such run is in progress. */
   cancel(userId: string, runId: string): boolean {
@@ -71,27 +131,82 @@ export class RunCoordinator {
     return undefined;
   }
 
-  /** Wait for every run in flight, for a graceful stop. */
-  async drain(): Promise<void> {
-    for (const run of this.active.values()) run.controller.abort(new VigilError('RUN_CANCELLED', 'the server is stopping'));
-    while (this.active.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  /** Register a hook called after every run (autonomy schedules the next follow-up there). */
+  onRunEnd(hook: RunEndHook): void {
+    this.runEndHooks.push(hook);
   }
 
+  /** Refuse new runs, cancel those in flight and wait for them, for a graceful stop. */
+  async drain(): Promise<void> {
+    this.stopping = true;
+    for (const run of this.active.values()) run.controller.abort(new VigilError('RUN_CANCELLED', STOPPING_REASON));
+    while (this.active.size > 0 || this.critical > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+
+  /** A run that waits for the thread and always starts (unless the server is stopping). */
   async run(request: RunRequest): Promise<RunOutcome> {
+    const outcome = await this.tryRun({ ...request, whenBusy: 'wait', admit: undefined });
+    if ('declined' in outcome) throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without admit
+    return outcome;
+  }
+
+  /**
+   * Start a run: take the thread's lock (I8; a person's message first asks an
+   * autonomous run holding it to yield), let `admit` decide, record the run, drive the
+   * graph while streaming events, retry a failing model a bounded number of times, keep
+   * the projection in step, and always end with `run.end`.
+   */
+  async tryRun(request: RunRequest): Promise<RunOutcome | RunDeclined> {
     const { context, agent } = request;
-    const { storage, events, clock } = this.deps;
+    if (this.stopping) throw new VigilError('RUN_CANCELLED', STOPPING_REASON);
+    const registered = this.deps.graphs[agent.kind];
+    if (!registered) throw new VigilError('VALIDATION_FAILED', `agents of kind "${agent.kind}" cannot run on this server`);
+    // A person is never kept waiting behind the agent talking to itself.
+    // (A chat channel's message is a person speaking too.)
+    if (context.trigger === 'user' || context.trigger === 'channel') await this.locks.requestYield(context.threadId);
+    const lease = request.whenBusy === 'decline' ? await this.locks.tryAcquire(context.threadId) : await this.locks.acquire(context.threadId);
+    if (!lease) return { declined: 'thread_busy' };
+    this.critical += 1;
+    try {
+      const controller = new AbortController();
+      if (PREEMPTIBLE_TRIGGERS.has(context.trigger)) {
+        const preempt = () => controller.abort(new VigilError('RUN_CANCELLED', PREEMPTED_REASON));
+        if (lease.yieldRequested.aborted) preempt();
+        else lease.yieldRequested.addEventListener('abort', preempt, { once: true });
+      }
+      let input = request.input;
+      if (request.admit) {
+        const admission = await request.admit(context, controller.signal);
+        if (!admission.admitted) return { declined: admission.reason };
+        if (admission.input !== undefined) input = admission.input;
+      }
+      if (this.stopping) throw new VigilError('RUN_CANCELLED', STOPPING_REASON);
+      const outcome = await this.execute(request, registered, controller, input);
+      await this.afterRun({ context, agent, outcome, supersededByPerson: lease.yieldRequested.aborted, signal: lease.yieldRequested });
+      return outcome;
+    } finally {
+      this.critical -= 1;
+      await lease.release();
+    }
+  }
+
+  private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
+    const { context, agent } = request;
+    const { storage, clock } = this.deps;
     const log = this.deps.logger.child({ threadId: context.threadId, runId: context.runId });
-    const release = await this.locks.acquire(context.threadId);
-    const controller = new AbortController();
     const onCallerAbort = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
     request.signal?.addEventListener('abort', onCallerAbort, { once: true });
     if (request.signal?.aborted) onCallerAbort();
-    const registered = this.deps.graphs[agent.kind];
-    if (!registered) throw new VigilError('VALIDATION_FAILED', `agents of kind "${agent.kind}" cannot run on this server`);
     const modelSpec = agent.model ?? this.deps.defaultModel;
     const modelName = this.deps.modelLabel(modelSpec);
     const projected: StoredMessage[] = [];
     let run: RunRecord | undefined;
+    let attempts = 0;
+    /** The graph's last state, for `endReason` (a planner that stopped at a bound says why). */
+    let lastValues: unknown;
+    // Validated and redacted once: the run record, the log and the envelope share this copy.
+    const runMeta = resolveRunMeta(context);
+    if (!runMeta.valid) log.warn({ trigger: context.trigger, issues: runMeta.issues }, 'run meta failed its schema; only the core keys are kept');
     try {
       run = await storage.runs.create({
         id: context.runId,
@@ -99,14 +214,14 @@ export class RunCoordinator {
         userId: context.userId,
         agentId: context.agentId,
         trigger: context.trigger,
-        meta: { ...context.meta },
+        meta: runMeta.meta,
         correlationId: context.correlationId,
         model: modelName,
         requestedAt: context.requestedAt,
         startedAt: clock.now().toISOString(),
       });
       this.active.set(run.id, { runId: run.id, userId: context.userId, threadId: context.threadId, controller });
-      log.info({ trigger: context.trigger, model: modelName }, 'run started');
+      log.info({ trigger: context.trigger, model: modelName, meta: runMeta.meta, resume: input === null }, 'run started');
       this.emit({ type: 'run.start', threadId: context.threadId, runId: run.id, at: clock.now().toISOString(), trigger: context.trigger, model: modelName });
 
       const settings = {
@@ -117,22 +232,38 @@ export class RunCoordinator {
         trigger: context.trigger,
         model: modelSpec,
         systemPrompt: agent.systemPrompt,
+        meta: runMeta.meta,
       };
-      const stream = await registered.graph.stream(
-        { messages: [toTaskMessage(request.input)] },
-        { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] },
-      );
-      for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
-        if (mode === 'values') {
-          projected.push(...(await this.project(context, messagesOf(chunk), run.id)));
-        } else if (mode === 'messages') {
-          const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
-          if (!registered.replyNodes.has(String(metadata?.langgraph_node))) continue;
-          const delta = typeof message.content === 'string' ? message.content : '';
-          if (delta) this.emit({ type: 'message.delta', threadId: context.threadId, runId: run.id, at: clock.now().toISOString(), messageId: message.id ?? run.id, delta });
+      // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
+      const task = input === null ? null : withId(toTaskMessage(input));
+      for (;;) {
+        attempts += 1;
+        try {
+          const stream = await registered.graph.stream(task === null ? null : { messages: [task] }, { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] });
+          for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
+            if (mode === 'values') {
+              lastValues = chunk;
+              projected.push(...(await this.project(context, messagesOf(chunk), run.id)));
+            } else if (mode === 'messages') {
+              const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
+              if (!registered.replyNodes.has(String(metadata?.langgraph_node))) continue;
+              const delta = typeof message.content === 'string' ? message.content : '';
+              if (delta) this.emit({ type: 'message.delta', threadId: context.threadId, runId: run.id, at: clock.now().toISOString(), messageId: message.id ?? run.id, delta });
+            }
+          }
+          break;
+        } catch (error) {
+          if (controller.signal.aborted || attempts > this.modelRetries || (isVigilError(error) && error.status < 500)) throw error;
+          const backoffMs = this.retryBackoffMs * 2 ** (attempts - 1);
+          log.warn({ err: error, attempt: attempts, retryInMs: backoffMs }, 'model call failed; retrying');
+          if (request.beforeRetry && !(await request.beforeRetry(attempts))) {
+            log.warn({ attempt: attempts }, 'no retry: the run may not make another model call');
+            throw error;
+          }
+          await sleep(backoffMs, controller.signal);
         }
       }
-      run = await storage.runs.finish(run.id, { status: 'succeeded', endedAt: clock.now().toISOString() });
+      run = await storage.runs.finish(run.id, { status: 'succeeded', reason: registered.endReason?.(lastValues) ?? null, endedAt: clock.now().toISOString() });
       log.info({ status: run.status }, 'run ended');
       return { run, messages: projected };
     } catch (error) {
@@ -140,7 +271,7 @@ export class RunCoordinator {
       const code: ErrorCode = cancelled ? 'RUN_CANCELLED' : isVigilError(error) ? error.code : 'MODEL_ERROR';
       const message = cancelled ? reasonOf(controller.signal) : error instanceof Error ? error.message : String(error);
       if (cancelled) log.info({ reason: message }, 'run cancelled');
-      else log.error({ err: error }, 'run failed');
+      else log.error({ err: error, attempts }, 'run failed');
       if (!run) throw error;
       // The input may already be in the checkpoint: keep the projection in step with it.
       try {
@@ -151,7 +282,7 @@ export class RunCoordinator {
       }
       run = await storage.runs.finish(run.id, {
         status: cancelled ? 'cancelled' : 'failed',
-        reason: cancelled ? message : null,
+        reason: cancelled ? message : attempts > 1 ? `the model failed ${attempts} times` : null,
         errorCode: code,
         errorMessage: message,
         endedAt: clock.now().toISOString(),
@@ -171,8 +302,43 @@ export class RunCoordinator {
           ...(run.errorCode && run.errorCode !== 'RUN_CANCELLED' ? { error: { code: run.errorCode, message: run.errorMessage ?? '' } } : {}),
         });
       }
-      release();
     }
+  }
+
+  private async afterRun(event: RunEndEvent): Promise<void> {
+    for (const hook of this.runEndHooks) {
+      try {
+        await hook(event);
+      } catch (error) {
+        this.deps.logger.error({ err: error, threadId: event.context.threadId, runId: event.context.runId }, 'a run-end hook failed');
+      }
+    }
+  }
+
+  /**
+   * Where a turn stands in the thread's checkpoint: the message is not there, or it is
+   * followed by the agent's reply, or by a person's newer message, or by nothing yet.
+   * Used to finish, never repeat, a turn a crashed process left behind.
+   */
+  async inspectTurn(agent: AgentRecord, context: RunContext, messageId: string): Promise<'absent' | 'answered' | 'superseded' | 'unanswered'> {
+    const registered = this.deps.graphs[agent.kind];
+    if (!registered) return 'absent';
+    const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: agent.model ?? this.deps.defaultModel }));
+    const messages = messagesOf(state.values);
+    const index = messages.findIndex((message) => message.id === messageId);
+    if (index < 0) return 'absent';
+    const after = messages.slice(index + 1);
+    if (after.some((message) => message.getType() === 'ai')) return 'answered';
+    if (after.some((message) => message.getType() === 'human')) return 'superseded';
+    return 'unanswered';
+  }
+
+  /** Bring the thread's projection in step with its checkpoint (after a crash left it behind). */
+  async syncProjection(agent: AgentRecord, context: RunContext, runId: string | null): Promise<StoredMessage[]> {
+    const registered = this.deps.graphs[agent.kind];
+    if (!registered) return [];
+    const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: agent.model ?? this.deps.defaultModel }));
+    return this.project(context, messagesOf(state.values), runId ?? context.runId);
   }
 
   /** Append state messages the projection lacks; announce the visible ones. */
@@ -236,6 +402,27 @@ function messagesOf(values: unknown): BaseMessage[] {
 function reasonOf(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
   return reason instanceof Error ? reason.message : 'cancelled';
+}
+
+/** The task message with an id (a string becomes a message without metadata: a real one). */
+function withId(message: HumanMessage): HumanMessage {
+  if (!message.id) message.id = randomUUID();
+  return message;
+}
+
+function sleep(milliseconds: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, milliseconds);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function placeholderSettings(context: RunContext) {

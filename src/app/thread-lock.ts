@@ -1,7 +1,31 @@
 /**
- * One run at a time per thread (I8), within this process: a FIFO mutex per thread id.
- * Entries are removed when nobody holds or waits for the lock, so idle threads cost
- * nothing.
+ * One run at a time per thread (I8). A port with two adapters: `InProcessThreadLocks`
+ * below (one process: a FIFO mutex per thread), and the PostgreSQL one in
+ * adapters/locks (an advisory lock per thread on a dedicated connection, on top of the
+ * same in-process FIFO, so several instances on one database still run one at a time).
+ */
+export interface ThreadLease {
+  /**
+   * Aborted when a person's message asks the thread's run to yield (I8). The holder
+   * decides whether to honour it: an autonomous run does, a person's own run does not.
+   */
+  readonly yieldRequested: AbortSignal;
+  release(): Promise<void>;
+}
+
+export interface ThreadLockService {
+  /** Wait for the thread's lock (FIFO among waiters of this process). */
+  acquire(threadId: string): Promise<ThreadLease>;
+  /** The lock if nobody holds or waits for it, here or on another instance; else undefined at once. */
+  tryAcquire(threadId: string): Promise<ThreadLease | undefined>;
+  /** Ask whoever holds the thread's lock now — in this process or another — to yield. */
+  requestYield(threadId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A FIFO mutex per thread id. Entries are removed when nobody holds or waits for the
+ * lock, so idle threads cost nothing.
  */
 export class ThreadLocks {
   private readonly tails = new Map<string, Promise<void>>();
@@ -26,5 +50,64 @@ export class ThreadLocks {
 
   isLocked(threadId: string): boolean {
     return this.tails.has(threadId);
+  }
+}
+
+interface Holder {
+  controller: AbortController;
+  /** When this process granted the lease (its own clock). */
+  acquiredAt: number;
+}
+
+/** The thread lock within one process. Yield requests reach the holder directly. */
+export class InProcessThreadLocks implements ThreadLockService {
+  private readonly mutex = new ThreadLocks();
+  private readonly holders = new Map<string, Holder>();
+
+  async acquire(threadId: string): Promise<ThreadLease> {
+    const release = await this.mutex.acquire(threadId);
+    return this.lease(threadId, release);
+  }
+
+  async tryAcquire(threadId: string): Promise<ThreadLease | undefined> {
+    // isLocked also counts waiters: a timer never jumps the queue ahead of a person.
+    if (this.mutex.isLocked(threadId)) return undefined;
+    return this.acquire(threadId);
+  }
+
+  async requestYield(threadId: string): Promise<void> {
+    this.yieldHolder(threadId, Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Abort the holder's yield signal, unless its lease is newer than the request (a
+   * request that arrives late from another instance must not hit the next run).
+   */
+  yieldHolder(threadId: string, requestedAt: number): boolean {
+    const holder = this.holders.get(threadId);
+    if (!holder || holder.acquiredAt > requestedAt) return false;
+    holder.controller.abort(new Error('a person sent a message'));
+    return true;
+  }
+
+  isLocked(threadId: string): boolean {
+    return this.mutex.isLocked(threadId);
+  }
+
+  async close(): Promise<void> {}
+
+  private lease(threadId: string, release: () => void): ThreadLease {
+    const holder: Holder = { controller: new AbortController(), acquiredAt: Date.now() };
+    this.holders.set(threadId, holder);
+    let released = false;
+    return {
+      yieldRequested: holder.controller.signal,
+      release: async () => {
+        if (released) return;
+        released = true;
+        if (this.holders.get(threadId) === holder) this.holders.delete(threadId);
+        release();
+      },
+    };
   }
 }

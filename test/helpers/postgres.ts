@@ -74,6 +74,8 @@ export async function dropSchema(schema: string, url: string = TEST_DATABASE_URL
   await client.connect();
   try {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    // The job queue's (pg-boss) schema beside it, when a server ran there (pgBossSchemaFor).
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}_pgboss" CASCADE`);
   } finally {
     await client.end();
   }

@@ -41,6 +41,30 @@ export class SqlAgentRepository implements AgentRepository {
     return row === undefined ? undefined : toAgentRecord(row);
   }
 
+  async updateSetting(userId: string, id: string, key: string, value: unknown, now: Iso): Promise<AgentRecord | undefined> {
+    // Read, merge, write in one transaction (FOR UPDATE on PostgreSQL): each feature owns
+    // its key, and two features writing theirs at once must not lose either.
+    return this.#context.transaction(async (trx) => {
+      const row = await trx
+        .selectFrom('agents')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .where('id', '=', id)
+        .$if(this.#context.dialect === 'postgres', (query) => query.forUpdate())
+        .executeTakeFirst();
+      if (row === undefined) return undefined;
+      const settings = { ...decodeJsonRecord(row.settings), [key]: value };
+      const updated = await trx
+        .updateTable('agents')
+        .set({ settings: encodeJson(settings), updated_at: isoForDatabase(now) })
+        .where('user_id', '=', userId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toAgentRecord(updated);
+    });
+  }
+
   async list(userId: string): Promise<AgentRecord[]> {
     const rows = await this.#context.db
       .selectFrom('agents')

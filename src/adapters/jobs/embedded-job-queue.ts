@@ -1,0 +1,301 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { Logger } from 'pino';
+import type { DueJob, JobHandler, JobQueue, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
+import type { Clock } from '../../app/ports.js';
+import type { Database, SqlContext } from '../sql/database.js';
+import { kyselyTransactionOf } from '../sql/timer-repository.js';
+import { decodeJsonRecord, encodeJson } from '../sql/values.js';
+import type { JobsTable, JobTables } from './jobs-table.js';
+
+export interface EmbeddedJobQueueOptions {
+  context: SqlContext;
+  clock: Clock;
+  logger: Logger;
+  /** How long a claim lasts without renewal; a job whose process died is handed out again after it. */
+  leaseMs?: number;
+  /** Deliveries before a job that keeps failing is parked as failed. */
+  maxAttempts?: number;
+  /** Retry backoff: base × 2^(attempt-1), capped at a minute. */
+  retryBaseMs?: number;
+  /** Handlers running at once in this process. */
+  concurrency?: number;
+}
+
+type Db = Kysely<Database & JobTables>;
+type JobRow = Selectable<JobsTable>;
+
+/** setTimeout's ceiling; a longer sleep is taken in pieces. */
+const MAX_SLEEP_MS = 2_147_483_647;
+/**
+ * A backstop for jobs another process wrote into the same SQLite file (this process
+ * wakes on its own writes at once). It is a ceiling on sleep, not a poll interval: a
+ * due job is still claimed at its due time.
+ */
+const FOREIGN_WRITE_BACKSTOP_MS = 60_000;
+const MAX_RETRY_DELAY_MS = 60_000;
+
+/**
+ * The job queue on one machine: jobs in the `vigil_jobs` table of the SQLite database,
+ * and one scheduler that sleeps until the next due time (or lease expiry) and wakes
+ * whenever this process schedules, cancels or finishes a job — no fixed poll.
+ *
+ * A job is handed out by one conditional UPDATE (pending/expired → active, with this
+ * worker's id and a lease), so two schedulers — even in two processes on one file —
+ * never both claim it. A claim is renewed while its handler runs; a job whose process
+ * died is handed out again once its lease lapses (so handlers are idempotent per key).
+ * Jobs that came due while nothing ran are claimed right after start.
+ */
+export class EmbeddedJobQueue implements JobQueue {
+  readonly #db: Db;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #leaseMs: number;
+  readonly #maxAttempts: number;
+  readonly #retryBaseMs: number;
+  readonly #concurrency: number;
+  readonly #workerId = randomUUID();
+  readonly #handlers = new Map<string, JobHandler>();
+  readonly #inFlight = new Map<string, Promise<void>>();
+  #started = false;
+  #stopping: Promise<void> | undefined;
+  #sleep: NodeJS.Timeout | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #pumping = false;
+  #pumpAgain = false;
+
+  constructor(options: EmbeddedJobQueueOptions) {
+    if (options.context.dialect !== 'sqlite') throw new Error('the embedded job queue runs on SQLite; PostgreSQL uses pg-boss');
+    this.#db = options.context.db.withTables<JobTables>();
+    this.#clock = options.clock;
+    this.#logger = options.logger.child({ component: 'job-queue' });
+    this.#leaseMs = options.leaseMs ?? 5_000;
+    this.#maxAttempts = options.maxAttempts ?? 10;
+    this.#retryBaseMs = options.retryBaseMs ?? 1_000;
+    this.#concurrency = options.concurrency ?? 4;
+  }
+
+  async schedule(job: ScheduleJob, options: ScheduleOptions = {}): Promise<{ id: string; created: boolean }> {
+    const db: Db = options.within ? kyselyTransactionOf(options.within).withTables<JobTables>() : this.#db;
+    const now = this.#now();
+    const id = randomUUID();
+    const inserted = await db
+      .insertInto('vigil_jobs')
+      .values({
+        id,
+        queue: job.queue,
+        key: job.key,
+        due_at: job.dueAt.toISOString(),
+        payload: encodeJson(job.payload),
+        state: 'pending',
+        attempt: 0,
+        lease_until: null,
+        claimed_by: null,
+        last_error: null,
+        created_at: now,
+        updated_at: now,
+      })
+      // The partial unique index on (queue, key) of pending jobs: an existing one is kept.
+      .onConflict((conflict) => conflict.doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    this.#wakeSoon();
+    if (inserted !== undefined) return { id, created: true };
+    const existing = await db
+      .selectFrom('vigil_jobs')
+      .select('id')
+      .where('queue', '=', job.queue)
+      .where('key', '=', job.key)
+      .where('state', '=', 'pending')
+      .executeTakeFirst();
+    return { id: existing?.id ?? id, created: false };
+  }
+
+  async cancel(queue: string, key: string): Promise<boolean> {
+    const result = await this.#db.deleteFrom('vigil_jobs').where('queue', '=', queue).where('key', '=', key).where('state', '=', 'pending').executeTakeFirst();
+    this.#wakeSoon();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  async work(queue: string, handler: JobHandler): Promise<void> {
+    this.#handlers.set(queue, handler);
+    this.#wakeSoon();
+  }
+
+  async start(): Promise<void> {
+    if (this.#started || this.#stopping) return;
+    this.#started = true;
+    this.#logger.debug({ workerId: this.#workerId }, 'embedded job scheduler started');
+    await this.#pump();
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#clearSleep();
+      // Handlers in flight finish (the run coordinator aborts their runs on shutdown);
+      // a handler that fails because of it leaves its job pending for the next start.
+      while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight.values()]);
+      if (this.#heartbeat) clearInterval(this.#heartbeat);
+      this.#heartbeat = undefined;
+      this.#logger.debug('embedded job scheduler stopped');
+    })();
+    return this.#stopping;
+  }
+
+  /** Jobs this process is running now (for tests and shutdown logs). */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  #active(): boolean {
+    return this.#started && !this.#stopping;
+  }
+
+  #wakeSoon(): void {
+    if (!this.#active()) return;
+    // After the caller's transaction commits: on SQLite the read waits for the connection anyway.
+    setImmediate(() => void this.#pump());
+  }
+
+  /** Claim what is due, deliver it, then sleep until the next due time. Never runs twice at once. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = true;
+    try {
+      do {
+        this.#pumpAgain = false;
+        if (!this.#active()) return;
+        const capacity = this.#concurrency - this.#inFlight.size;
+        if (capacity > 0 && this.#handlers.size > 0) {
+          const claimed = await this.#claim(capacity);
+          for (const row of claimed) this.#deliver(row);
+          if (claimed.length === capacity) this.#pumpAgain = true; // there may be more due
+        }
+        if (!this.#pumpAgain) await this.#sleepUntilNext();
+      } while (this.#pumpAgain);
+    } catch (error) {
+      this.#logger.error({ err: error }, 'job scheduler pass failed; trying again in a second');
+      this.#sleepFor(1_000);
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  async #claim(limit: number): Promise<JobRow[]> {
+    const queues = [...this.#handlers.keys()];
+    const now = this.#now();
+    const leaseUntil = new Date(this.#clock.now().getTime() + this.#leaseMs).toISOString();
+    const claimed: JobRow[] = [];
+    // Due pending jobs first, then jobs whose claim lapsed (their process died). Each is
+    // one conditional UPDATE: the row's state moves only if it still is what we read.
+    for (const lapsed of [false, true]) {
+      const room = limit - claimed.length;
+      if (room <= 0) break;
+      const rows = await this.#db
+        .updateTable('vigil_jobs')
+        .set((eb) => ({ state: 'active', attempt: eb('attempt', '+', 1), claimed_by: this.#workerId, lease_until: leaseUntil, updated_at: now }))
+        .where('id', 'in', (eb) => {
+          const due = eb.selectFrom('vigil_jobs').select('id').where('queue', 'in', queues);
+          return (lapsed ? due.where('state', '=', 'active').where('lease_until', '<=', now).orderBy('lease_until') : due.where('state', '=', 'pending').where('due_at', '<=', now).orderBy('due_at')).limit(room);
+        })
+        .$call((query) => (lapsed ? query.where('state', '=', 'active').where('lease_until', '<=', now) : query.where('state', '=', 'pending').where('due_at', '<=', now)))
+        .returningAll()
+        .execute();
+      if (lapsed && rows.length > 0) this.#logger.warn({ jobs: rows.map((row) => ({ id: row.id, queue: row.queue, key: row.key, attempt: row.attempt })) }, 'jobs whose claim lapsed (their process ended mid-job) are handed out again');
+      claimed.push(...rows);
+    }
+    return claimed;
+  }
+
+  #deliver(row: JobRow): void {
+    const handler = this.#handlers.get(row.queue);
+    if (!handler) return; // unreachable: only registered queues are claimed
+    const job: DueJob = { id: row.id, queue: row.queue, key: row.key, dueAt: row.due_at, payload: decodeJsonRecord(row.payload), attempt: row.attempt };
+    const delivery = (async () => {
+      try {
+        await handler(job);
+        await this.#db.deleteFrom('vigil_jobs').where('id', '=', row.id).where('claimed_by', '=', this.#workerId).where('attempt', '=', row.attempt).execute();
+      } catch (error) {
+        await this.#fail(row, error);
+      }
+    })()
+      .catch((error: unknown) => this.#logger.error({ err: error, jobId: row.id }, 'could not settle a job'))
+      .finally(() => {
+        this.#inFlight.delete(row.id);
+        if (this.#inFlight.size === 0 && this.#heartbeat) {
+          clearInterval(this.#heartbeat);
+          this.#heartbeat = undefined;
+        }
+        this.#wakeSoon();
+      });
+    this.#inFlight.set(row.id, delivery);
+    this.#heartbeat ??= setInterval(() => void this.#renewLeases(), Math.max(50, Math.floor(this.#leaseMs / 3))).unref();
+  }
+
+  async #fail(row: JobRow, error: unknown): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    const now = this.#now();
+    const last = row.attempt >= this.#maxAttempts;
+    const delayMs = Math.min(MAX_RETRY_DELAY_MS, this.#retryBaseMs * 2 ** (row.attempt - 1));
+    if (last) this.#logger.error({ jobId: row.id, queue: row.queue, key: row.key, attempt: row.attempt, err: error }, 'job failed for the last time; parked as failed');
+    else this.#logger.warn({ jobId: row.id, queue: row.queue, key: row.key, attempt: row.attempt, retryInMs: delayMs, err: error }, 'job failed; it will be retried');
+    const settle = last
+      ? { state: 'failed' as const, last_error: message, claimed_by: null, lease_until: null, updated_at: now }
+      : { state: 'pending' as const, due_at: new Date(this.#clock.now().getTime() + delayMs).toISOString(), last_error: message, claimed_by: null, lease_until: null, updated_at: now };
+    try {
+      // Only while this worker still holds this delivery's claim.
+      await this.#db.updateTable('vigil_jobs').set(settle).where('id', '=', row.id).where('claimed_by', '=', this.#workerId).where('attempt', '=', row.attempt).execute();
+    } catch (updateError) {
+      // A newer pending job with the same key exists (the handler rescheduled it): that one stands.
+      if (!String((updateError as Error)?.message).includes('UNIQUE')) throw updateError;
+      await this.#db.deleteFrom('vigil_jobs').where('id', '=', row.id).where('claimed_by', '=', this.#workerId).execute();
+    }
+  }
+
+  async #renewLeases(): Promise<void> {
+    try {
+      await this.#db
+        .updateTable('vigil_jobs')
+        .set({ lease_until: new Date(this.#clock.now().getTime() + this.#leaseMs).toISOString() })
+        .where('state', '=', 'active')
+        .where('claimed_by', '=', this.#workerId)
+        .execute();
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'could not renew job leases');
+    }
+  }
+
+  async #sleepUntilNext(): Promise<void> {
+    const queues = [...this.#handlers.keys()];
+    if (queues.length === 0 || this.#inFlight.size >= this.#concurrency) {
+      this.#clearSleep(); // a registration or a finished handler wakes us
+      return;
+    }
+    // min() per queue: SQLite answers each from the end of the (queue, due_at) index.
+    const due = await Promise.all(
+      queues.map((queue) => this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('due_at').as('at')).where('state', '=', 'pending').where('queue', '=', queue).executeTakeFirst()),
+    );
+    const lease = await this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('lease_until').as('at')).where('state', '=', 'active').executeTakeFirst();
+    const times = [...due.map((row) => row?.at), lease?.at].filter((value): value is string => typeof value === 'string').map((value) => Date.parse(value));
+    const next = times.length > 0 ? Math.min(...times) : Number.POSITIVE_INFINITY;
+    this.#sleepFor(Math.min(FOREIGN_WRITE_BACKSTOP_MS, Math.max(0, next - this.#clock.now().getTime())));
+  }
+
+  #sleepFor(milliseconds: number): void {
+    this.#clearSleep();
+    if (!this.#active()) return;
+    this.#sleep = setTimeout(() => void this.#pump(), Math.min(MAX_SLEEP_MS, milliseconds)).unref();
+  }
+
+  #clearSleep(): void {
+    if (this.#sleep) clearTimeout(this.#sleep);
+    this.#sleep = undefined;
+  }
+
+  #now(): string {
+    return this.#clock.now().toISOString();
+  }
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { InProcessThreadLocks, type ThreadLease, type ThreadLockService } from '../../app/thread-lock.js';
+
+/** First key of every thread lock: keeps them apart from other advisory locks (the migrator's, pg-boss's). */
+const LOCK_NAMESPACE = 0x76676c31; // "vgl1"
+const YIELD_CHANNEL = 'vigil_thread_yield';
+/** A yield request is honoured by leases granted up to this long after it was sent (clock skew between instances). */
+const YIELD_SKEW_MS = 2_000;
+const RECONNECT_DELAY_MS = 1_000;
+
+/** Clients that already have their error listener (pool clients are reused). */
+const LISTENING = new WeakSet<pg.PoolClient>();
+
+const yieldNoticeSchema = z.object({ schema: z.string(), threadId: z.string(), at: z.number(), instance: z.string() }).strict();
+
+export interface PostgresThreadLocksOptions {
+  connectionString: string;
+  /** vigil's schema: locks and yield requests of other schemas on the same database are separate. */
+  schema: string;
+  logger: Logger;
+  /** Connections for held locks: one per thread running on this instance at once. */
+  poolSize?: number;
+}
+
+/**
+ * One run at a time per thread across instances: a session advisory lock
+ * `pg_advisory_lock(namespace, hashtext(schema:thread))` taken on a dedicated
+ * connection and held for the whole run, behind this process's own FIFO (so local
+ * waiters queue in memory, not on connections). If the instance dies its session ends
+ * and PostgreSQL releases the lock.
+ *
+ * Yield requests (a person's message pre-empting an autonomous run) go to the holder
+ * wherever it runs: locally at once, and to other instances by NOTIFY on a channel
+ * every instance LISTENs to.
+ */
+export class PostgresThreadLocks implements ThreadLockService {
+  readonly #local = new InProcessThreadLocks();
+  readonly #pool: pg.Pool;
+  readonly #options: PostgresThreadLocksOptions;
+  readonly #logger: Logger;
+  readonly #instance = randomUUID();
+  #listener: pg.Client | undefined;
+  #closed = false;
+
+  private constructor(options: PostgresThreadLocksOptions) {
+    this.#options = options;
+    this.#logger = options.logger.child({ component: 'thread-locks' });
+    // Idle lock connections go back quickly: each is held only for a run, and PostgreSQL's
+    // connection limit is shared with the other pools and instances.
+    this.#pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10, idleTimeoutMillis: 1_000, application_name: 'vigil-thread-locks' });
+    this.#pool.on('error', (error) => this.#logger.warn({ err: error }, 'a thread-lock connection was lost; its lock is released by PostgreSQL'));
+  }
+
+  static async open(options: PostgresThreadLocksOptions): Promise<PostgresThreadLocks> {
+    const locks = new PostgresThreadLocks(options);
+    try {
+      await locks.#listen();
+    } catch (error) {
+      await locks.close();
+      throw error;
+    }
+    return locks;
+  }
+
+  async acquire(threadId: string): Promise<ThreadLease> {
+    const local = await this.#local.acquire(threadId);
+    try {
+      const client = await this.#connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_NAMESPACE, this.#key(threadId)]);
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+      return this.#lease(threadId, local, client);
+    } catch (error) {
+      await local.release();
+      throw error;
+    }
+  }
+
+  async tryAcquire(threadId: string): Promise<ThreadLease | undefined> {
+    const local = await this.#local.tryAcquire(threadId);
+    if (!local) return undefined;
+    try {
+      const client = await this.#connect();
+      let locked = false;
+      try {
+        const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [LOCK_NAMESPACE, this.#key(threadId)]);
+        locked = result.rows[0]?.locked === true;
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+      if (!locked) {
+        client.release();
+        await local.release();
+        return undefined;
+      }
+      return this.#lease(threadId, local, client);
+    } catch (error) {
+      await local.release();
+      throw error;
+    }
+  }
+
+  async requestYield(threadId: string): Promise<void> {
+    const at = Date.now();
+    this.#local.yieldHolder(threadId, Number.POSITIVE_INFINITY);
+    const notice = JSON.stringify({ schema: this.#options.schema, threadId, at, instance: this.#instance });
+    try {
+      await this.#pool.query('SELECT pg_notify($1, $2)', [YIELD_CHANNEL, notice]);
+    } catch (error) {
+      // The person's run still waits for the lock: it is answered, only later.
+      this.#logger.warn({ err: error, threadId }, 'could not ask other instances to yield the thread');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#listener?.end().catch(() => undefined);
+    await this.#pool.end();
+  }
+
+  /**
+   * A connection of our own for the lock. A checked-out pg client that loses its
+   * connection emits 'error' on itself (not the pool): unheard, that would end the
+   * process. The lock went with the session; the run is already past the point where
+   * that matters (it holds the in-process lock too), so a warning is enough.
+   */
+  async #connect(): Promise<pg.PoolClient> {
+    const client = await this.#pool.connect();
+    if (!LISTENING.has(client)) {
+      LISTENING.add(client);
+      client.on('error', (error) => this.#logger.warn({ err: error }, 'a thread-lock connection was lost; PostgreSQL released its lock'));
+    }
+    return client;
+  }
+
+  #key(threadId: string): string {
+    return `${this.#options.schema}:${threadId}`;
+  }
+
+  #lease(threadId: string, local: ThreadLease, client: pg.PoolClient): ThreadLease {
+    let released = false;
+    return {
+      yieldRequested: local.yieldRequested,
+      release: async () => {
+        if (released) return;
+        released = true;
+        try {
+          await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_NAMESPACE, this.#key(threadId)]);
+          client.release();
+        } catch (error) {
+          // Destroying the connection ends its session, which releases the lock.
+          this.#logger.warn({ err: error, threadId }, 'could not unlock a thread; dropping its connection instead');
+          client.release(error as Error);
+        } finally {
+          await local.release();
+        }
+      },
+    };
+  }
+
+  async #listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#options.connectionString, application_name: 'vigil-thread-yield' });
+    client.on('notification', (message) => this.#onNotice(message.payload));
+    client.on('error', (error) => {
+      this.#logger.warn({ err: error }, 'the thread-yield listener lost its connection; reconnecting');
+      this.#listener = undefined;
+      void client.end().catch(() => undefined);
+      this.#reconnectLater();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${YIELD_CHANNEL}`);
+    this.#listener = client;
+  }
+
+  #reconnectLater(): void {
+    if (this.#closed) return;
+    setTimeout(() => {
+      if (this.#closed) return;
+      this.#listen().catch((error: unknown) => {
+        this.#logger.warn({ err: error }, 'could not reconnect the thread-yield listener');
+        this.#reconnectLater();
+      });
+    }, RECONNECT_DELAY_MS).unref();
+  }
+
+  #onNotice(payload: string | undefined): void {
+    let notice: z.infer<typeof yieldNoticeSchema>;
+    try {
+      notice = yieldNoticeSchema.parse(JSON.parse(payload ?? ''));
+    } catch {
+      this.#logger.warn({ payload }, 'ignored a malformed thread-yield notice');
+      return;
+    }
+    // Our own notices were handled locally; other schemas are other deployments.
+    if (notice.instance === this.#instance || notice.schema !== this.#options.schema) return;
+    if (this.#local.yieldHolder(notice.threadId, notice.at + YIELD_SKEW_MS)) this.#logger.debug({ threadId: notice.threadId }, 'yielding a thread to a person on another instance');
+  }
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbeddedJobQueue } from '../../src/adapters/jobs/embedded-job-queue.js';
+import type { JobTables } from '../../src/adapters/jobs/jobs-table.js';
+import { openSqliteStorage } from '../../src/adapters/sql/sqlite-storage.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import type { DueJob } from '../../src/app/job-queue.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import { jobQueueContract } from './job-queue.contract.js';
+
+const logger = pino({ level: 'silent' });
+const clock = { now: () => new Date() };
+
+jobQueueContract('embedded scheduler on SQLite', async () => {
+  const dir = await makeTempDir('vigil-jobs-');
+  const storage = await openSqliteStorage({ file: join(dir, 'jobs.sqlite'), logger });
+  return {
+    storage,
+    newQueue: () => new EmbeddedJobQueue({ context: storage.context, clock, logger, retryBaseMs: 100 }),
+    slackMs: 150,
+    close: async () => {
+      await storage.close();
+      await removeTempDir(dir);
+    },
+  };
+});
+
+describe('embedded scheduler on SQLite: claims and sleeping', () => {
+  let dir: string;
+  let storage: SqlStorage;
+
+  beforeAll(async () => {
+    dir = await makeTempDir('vigil-jobs-');
+    storage = await openSqliteStorage({ file: join(dir, 'jobs.sqlite'), logger });
+  });
+  afterAll(async () => {
+    await storage.close();
+    await removeTempDir(dir);
+  });
+
+  const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+  it('I7: hands out again, once, a job whose worker died mid-job (its claim lapsed)', async () => {
+    const now = new Date();
+    const jobs = storage.context.db.withTables<JobTables>();
+    await jobs
+      .insertInto('vigil_jobs')
+      .values({
+        id: randomUUID(),
+        queue: 'lapsed',
+        key: 'orphan',
+        due_at: new Date(now.getTime() - 60_000).toISOString(),
+        payload: '{}',
+        state: 'active',
+        attempt: 1,
+        lease_until: new Date(now.getTime() - 1_000).toISOString(),
+        claimed_by: 'a-process-that-was-killed',
+        last_error: null,
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+      })
+      .execute();
+    const delivered: DueJob[] = [];
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger });
+    await queue.work('lapsed', async (job) => void delivered.push(job));
+    await queue.start();
+    await sleep(300);
+    await queue.stop();
+    expect(delivered.map((job) => [job.key, job.attempt])).toEqual([['orphan', 2]]);
+    expect(await jobs.selectFrom('vigil_jobs').selectAll().where('queue', '=', 'lapsed').execute()).toEqual([]);
+  });
+
+  it('renews its claim while a handler runs, so a long job is not handed out twice', async () => {
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger, leaseMs: 150 });
+    const other = new EmbeddedJobQueue({ context: storage.context, clock, logger, leaseMs: 150 });
+    let deliveries = 0;
+    const handler = async () => {
+      deliveries++;
+      await sleep(700);
+    };
+    await queue.work('long', handler);
+    await queue.start();
+    await queue.schedule({ queue: 'long', key: 'long-job', dueAt: new Date(), payload: {} });
+    await sleep(50);
+    await other.work('long', handler);
+    await other.start();
+    await sleep(900);
+    await Promise.all([queue.stop(), other.stop()]);
+    expect(deliveries).toBe(1);
+  });
+
+  it('sleeps until the next due time and wakes when an earlier job is scheduled (no fixed poll)', async () => {
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger });
+    const delivered: Array<{ key: string; lateMs: number }> = [];
+    await queue.work('wake', async (job) => void delivered.push({ key: job.key, lateMs: Date.now() - Date.parse(job.dueAt) }));
+    await queue.start();
+    await queue.schedule({ queue: 'wake', key: 'far', dueAt: new Date(Date.now() + 3_600_000), payload: {} });
+    await sleep(50); // now asleep until the far job
+    await queue.schedule({ queue: 'wake', key: 'soon', dueAt: new Date(Date.now() + 120), payload: {} });
+    await sleep(400);
+    await queue.stop();
+    expect(delivered.map((entry) => entry.key)).toEqual(['soon']);
+    expect(delivered[0]!.lateMs).toBeLessThan(150);
+  });
+
+  it('goes by its injected clock: a job due in an hour is delivered at once when the clock says it is an hour later', async () => {
+    const later = { now: () => new Date(Date.now() + 3_600_000 + 1_000) };
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock: later, logger });
+    const delivered: string[] = [];
+    await queue.work('clocked', async (job) => void delivered.push(job.key));
+    await queue.start();
+    await queue.schedule({ queue: 'clocked', key: 'in-an-hour', dueAt: new Date(Date.now() + 3_600_000), payload: {} });
+    await queue.schedule({ queue: 'clocked', key: 'in-two-hours', dueAt: new Date(Date.now() + 7_200_000), payload: {} });
+    await sleep(200);
+    await queue.stop();
+    expect(delivered).toEqual(['in-an-hour']);
+  });
+
+  it('parks a job that keeps failing after its last attempt', async () => {
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger, maxAttempts: 2, retryBaseMs: 20 });
+    let attempts = 0;
+    await queue.work('doomed', async () => {
+      attempts++;
+      throw new Error('always');
+    });
+    await queue.start();
+    await queue.schedule({ queue: 'doomed', key: 'd', dueAt: new Date(), payload: {} });
+    await sleep(400);
+    await queue.stop();
+    expect(attempts).toBe(2);
+    const row = await storage.context.db.withTables<JobTables>().selectFrom('vigil_jobs').selectAll().where('queue', '=', 'doomed').executeTakeFirst();
+    expect(row).toMatchObject({ state: 'failed', last_error: 'always', attempt: 2 });
+  });
+});
