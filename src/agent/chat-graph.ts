@@ -1,10 +1,11 @@
 import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
-import { SystemMessage, type BaseMessage } from '@langchain/core/messages';
+import type { BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import { chooseMemoryQuery, type MemoryQuerySource } from '../domain/memory-query.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
+import { buildModelInput } from './envelope-injection.js';
 import { runSettingsOf } from './run-settings.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
@@ -49,7 +50,11 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     const log = logger.child({ threadId: run.threadId, runId: run.runId });
     const choice = chooseMemoryQuery(state.messages.map(toClassifiable), state.summary);
     if (choice.source === 'none') {
-      log.error({ messageCount: state.messages.length }, 'Empty thread - no query source available for memory retrieval');
+      // A follow-up on a thread nobody ever wrote in is a misconfiguration (seed 000: ERROR).
+      // A cron or webhook run that opens a thread of its own has, rightly, no person's words
+      // to search with: its synthetic task text is never a query (I2), so it just skips.
+      const level = run.trigger === 'autonomy' || run.trigger === 'user' ? 'error' : 'info';
+      log[level]({ messageCount: state.messages.length, trigger: run.trigger }, 'Empty thread - no query source available for memory retrieval');
       return { recalled: [], memoryQuerySource: 'none' };
     }
     log.debug({ querySource: choice.source, query: choice.query.slice(0, 50) }, 'Memory query source selected');
@@ -63,10 +68,14 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
   async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const model = models(run.model);
-    const system = new SystemMessage(systemPromptFor(run.systemPrompt, state.recalled));
-    // The recalled memories live in this call's system message only; the saved history
-    // receives just the reply.
-    const reply = await model.invoke([system, ...state.messages], config);
+    // The recalled memories, the run context rule and the envelope live in this call's
+    // input only; the saved history receives just the reply.
+    const input = buildModelInput(state.messages, run, { systemPrompt: systemPromptFor(run.systemPrompt, state.recalled) });
+    if (input.envelope !== undefined) {
+      const { stage, bytes, dropped, cut } = input.envelope;
+      logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
+    }
+    const reply = await model.invoke(input.messages, config);
     return { messages: [reply] };
   }
 

@@ -91,7 +91,8 @@ describe('chat graph: memory recall → respond', () => {
     expect(error?.msg).toBe('Empty thread - no query source available for memory retrieval');
     expect(state.memoryQuerySource).toBe('none');
     expect(state.recalled).toEqual([]);
-    expect(lastCall[0]?.content).toBe('You are kind.');
+    // The agent's prompt alone, then the run context rule every run carries (I4).
+    expect(String(lastCall[0]?.content)).toMatch(/^You are kind\.\n\nRun context rule/);
     expect(state.messages.at(-1)?.getType()).toBe('ai');
   });
 

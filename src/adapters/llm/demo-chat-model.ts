@@ -50,7 +50,9 @@ export class DemoChatModel extends BaseChatModel {
     const text = textOf(lastHuman.content).replace(/\s+/g, ' ').trim();
     const quoted = text.length > 200 ? `${text.slice(0, 199)}…` : text;
     const system = messages.find((message) => message.getType() === 'system');
-    const recalled = system ? (textOf(system.content).match(/^- /gm) ?? []).length : 0;
+    // Count the bullets of the memory section only: the run context rule has bullets too.
+    const memories = system ? (/long-term memory\):\n((?:- .*(?:\n|$))*)/.exec(textOf(system.content))?.[1] ?? '') : '';
+    const recalled = (memories.match(/^- /gm) ?? []).length;
     const memoryNote = recalled > 0 ? ` I recalled ${recalled} related memor${recalled === 1 ? 'y' : 'ies'}.` : '';
     return `[demo model] You said: "${quoted}".${memoryNote} Configure VIGIL_MODEL for real answers. Anything else?`;
   }

@@ -1,0 +1,72 @@
+import { HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
+import { buildEnvelope, type Envelope } from '../domain/envelope/build-envelope.js';
+import { envelopeMessageFields, hasEnvelopeMarker, placeEnvelope, withSystemPromptRule } from '../domain/envelope/envelope-marker.js';
+import type { RunTrigger } from '../domain/run-context.js';
+import type { ActiveRunSettings } from './run-settings.js';
+
+/**
+ * The one place where the list of messages a model is called with is built (I4, seed
+ * 004): the system prompt with the run context rule, the thread's messages, and — when
+ * the trigger's policy shows it — the run's envelope, right before the task message.
+ *
+ * Decisions:
+ * - The envelope is built at model-call time from the run's meta and nonce and is NOT
+ *   saved in thread state. It describes one run only, so a saved one would be stale on
+ *   the next run (and cost checkpoint bytes on every turn of long autonomous threads);
+ *   the run record keeps the same redacted meta, so what the model saw can be rebuilt.
+ *   Any marked message that does reach state anyway (an older build, another graph) is
+ *   dropped from the model's view here, so only this run's envelope is ever shown.
+ * - The rule naming this run's nonce is appended to the system prompt of every run,
+ *   envelope or not: an imitation in a run without an envelope must be as powerless as
+ *   in a run with one.
+ */
+
+/**
+ * Whether the model sees the envelope, per trigger:
+ * - cron, webhook, channel, heartbeat: yes. Nobody is in the conversation to explain why
+ *   the run happens; the envelope is how the model learns it (be concise on a schedule,
+ *   treat a webhook as an outside event, a Telegram group as a group).
+ * - user: no. A person is talking, their message is the context; an envelope on every
+ *   turn would cost tokens and tell the model nothing it needs.
+ * - autonomy: no. Idle follow-ups keep seed 000's natural prompts, so that no
+ *   meta-commentary ("as a scheduled follow-up…") leaks into a reply a person reads.
+ * The run record keeps the meta of every run, shown or not.
+ */
+export const ENVELOPE_VISIBILITY: Readonly<Record<RunTrigger, boolean>> = Object.freeze({
+  user: false,
+  autonomy: false,
+  cron: true,
+  webhook: true,
+  channel: true,
+  heartbeat: true,
+});
+
+export interface ModelInput {
+  messages: BaseMessage[];
+  /** The envelope shown to the model this call, if any (for logs: its stage and size). */
+  envelope: Envelope | undefined;
+}
+
+export interface ModelInputOptions {
+  /** The system prompt before the rule (e.g. with recalled memories); the agent's by default. */
+  systemPrompt?: string;
+}
+
+/** The messages of one model call, and the envelope among them. */
+export function buildModelInput(stateMessages: readonly BaseMessage[], run: ActiveRunSettings, options: ModelInputOptions = {}): ModelInput {
+  const system = new SystemMessage(withSystemPromptRule(options.systemPrompt ?? run.systemPrompt, run.nonce));
+  // Stale envelopes (any run's marker) never reach the model as current context.
+  const kept = stateMessages.filter((message) => !hasEnvelopeMarker(message));
+  const hasTask = kept.some((message) => message.type === 'human');
+  if (!ENVELOPE_VISIBILITY[run.trigger] || run.meta === undefined || !hasTask) return { messages: [system, ...kept], envelope: undefined };
+
+  const envelope = buildEnvelope(run.meta, { nonce: run.nonce });
+  // A stable id per run: the same envelope on every model call of the run.
+  const message = new HumanMessage({ id: `envelope-${run.runId}`, ...envelopeMessageFields(envelope, run.nonce) });
+  return { messages: [system, ...placeEnvelope<BaseMessage>(kept, message)], envelope };
+}
+
+/** The messages of one model call: what every graph's model-calling node should use. */
+export function modelMessagesFor(stateMessages: readonly BaseMessage[], run: ActiveRunSettings, options: ModelInputOptions = {}): BaseMessage[] {
+  return buildModelInput(stateMessages, run, options).messages;
+}

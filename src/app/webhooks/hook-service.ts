@@ -1,0 +1,181 @@
+import { randomUUID } from 'node:crypto';
+import { HumanMessage } from '@langchain/core/messages';
+import type { Logger } from 'pino';
+import { VigilError, isVigilError } from '../../domain/errors.js';
+import type { AgentService } from '../agent-service.js';
+import type { ConversationService } from '../conversation-service.js';
+import type { Clock } from '../ports.js';
+import { runMetaOf } from '../run-meta.js';
+import { mapPayload } from './hook-payload.js';
+import type { SecretBox } from './hook-secret-box.js';
+import { checkTimestamp, deliveryIdSchema, newHookSecret, verifySignature, type DeliveryHeaders } from './hook-signature.js';
+import type { HookRecord, HookStore } from './hook-store.js';
+import { cut, parseTemplate, renderTemplate } from './hook-template.js';
+
+export interface CreateHookInput {
+  name: string;
+  agentId?: string | undefined;
+  threadId?: string | undefined;
+  taskTemplate: string;
+  payloadFields?: string[] | undefined;
+}
+
+export interface AcceptedDelivery {
+  runId: string;
+  threadId: string;
+  deliveryId: string;
+}
+
+export interface HookServiceDependencies {
+  store: HookStore;
+  conversations: ConversationService;
+  agents: AgentService;
+  /** The box that seals hook secrets; made on first use (it may create a key file). */
+  secrets: () => Promise<SecretBox>;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Signed webhooks: a hook belongs to one user and targets one agent, on a fixed thread
+ * or a new thread per delivery. A delivery is authenticated by its signature alone, and
+ * refused — with nothing started and nothing written — when the signature is wrong, the
+ * timestamp stale, the delivery id seen before, or the payload unusable (I11).
+ */
+export class HookService {
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly deps: HookServiceDependencies) {}
+
+  /** Make a hook; the secret is returned here once and never again. */
+  async create(userId: string, input: CreateHookInput): Promise<{ hook: HookRecord; secret: string }> {
+    const { conversations, agents } = this.deps;
+    const payloadFields = input.payloadFields ?? null;
+    parseTemplate(input.taskTemplate, payloadFields); // refuse a bad template now, not per delivery
+    let agentId: string;
+    let threadId: string | null = null;
+    if (input.threadId !== undefined) {
+      const thread = await conversations.getThread(userId, input.threadId); // I12: 404 for another's thread
+      if (input.agentId !== undefined && input.agentId !== thread.agentId) {
+        throw new VigilError('VALIDATION_FAILED', `thread "${thread.id}" belongs to agent "${thread.agentId}", not "${input.agentId}"`);
+      }
+      agentId = thread.agentId;
+      threadId = thread.id;
+    } else {
+      agentId = (input.agentId !== undefined ? await agents.get(userId, input.agentId) : await agents.getOrCreateDefault(userId)).id;
+    }
+    const id = randomUUID();
+    const secret = newHookSecret();
+    const secretCiphertext = (await this.deps.secrets()).seal(secret, id);
+    const hook = await this.deps.store.create(
+      { id, userId, agentId, threadId, name: input.name, taskTemplate: input.taskTemplate, payloadFields, secretCiphertext },
+      this.deps.clock.now().toISOString(),
+    );
+    this.deps.logger.info({ hookId: hook.id, agentId, threadId }, 'webhook created');
+    return { hook, secret };
+  }
+
+  list(userId: string, limit: number): Promise<HookRecord[]> {
+    return this.deps.store.list(userId, { limit });
+  }
+
+  async get(userId: string, hookId: string): Promise<HookRecord> {
+    const hook = await this.deps.store.get(userId, hookId);
+    if (!hook) throw new VigilError('HOOK_NOT_FOUND', `no webhook "${hookId}"`);
+    return hook;
+  }
+
+  async delete(userId: string, hookId: string): Promise<void> {
+    if (!(await this.deps.store.delete(userId, hookId))) throw new VigilError('HOOK_NOT_FOUND', `no webhook "${hookId}"`);
+  }
+
+  /**
+   * One delivery: verify, map, record, then start the run in the background and answer
+   * with its id. Every check that can refuse comes before the delivery is recorded, and
+   * the delivery is recorded before anything else is written (a new thread), so a
+   * refused delivery leaves nothing behind and a replay starts nothing.
+   */
+  async receive(hookId: string, delivery: { headers: DeliveryHeaders; rawBody: Buffer; correlationId: string }): Promise<AcceptedDelivery> {
+    const { store, conversations, agents, clock, logger } = this.deps;
+    const hook = await store.getForDelivery(hookId);
+    if (!hook) throw new VigilError('HOOK_NOT_FOUND', `no webhook "${hookId}"`);
+    const log = logger.child({ hookId });
+
+    const secret = (await this.deps.secrets()).open(hook.secretCiphertext, hook.id);
+    verifySignature(secret, delivery.headers, delivery.rawBody);
+    const now = clock.now();
+    checkTimestamp(delivery.headers.timestamp, now);
+    const deliveryIdResult = deliveryIdSchema.safeParse(delivery.headers.deliveryId);
+    if (!deliveryIdResult.success) throw new VigilError('VALIDATION_FAILED', 'X-Vigil-Delivery is missing or not 1 to 128 letters, digits or . _ : -');
+    const deliveryId = deliveryIdResult.data;
+
+    let payload: unknown;
+    try {
+      payload = JSON.parse(delivery.rawBody.toString('utf8'));
+    } catch (error) {
+      throw new VigilError('MALFORMED_JSON', 'the webhook body is not valid JSON', { cause: error });
+    }
+    const runId = randomUUID();
+    const requestedAt = now.toISOString();
+    // Strict here, unlike the coordinator: outside input that does not fit is refused (I11).
+    const meta = runMetaOf({
+      trigger: 'webhook',
+      runId,
+      requestedAt,
+      correlationId: delivery.correlationId,
+      meta: { hook_id: hook.id, delivery_id: deliveryId, payload: mapPayload(payload, hook.payloadFields) },
+    });
+    // The template sees the redacted fields only: a secret in the payload never reaches the task text.
+    const redactedPayload = (meta.payload ?? {}) as Record<string, unknown>;
+    const text = renderTemplate(parseTemplate(hook.taskTemplate, hook.payloadFields), {
+      payload: redactedPayload,
+      hook: { id: hook.id, name: hook.name },
+      delivery: { id: deliveryId },
+    });
+    if (text.length === 0) throw new VigilError('VALIDATION_FAILED', 'the task template rendered empty text for this payload');
+    if (hook.threadId !== null) await conversations.getThread(hook.userId, hook.threadId);
+    else await agents.get(hook.userId, hook.agentId);
+
+    if (!(await store.recordDelivery({ hookId: hook.id, deliveryId, runId, receivedAt: requestedAt }))) {
+      throw new VigilError('HOOK_DELIVERY_REPLAYED', `delivery "${deliveryId}" was already received by this webhook`);
+    }
+    let threadId: string;
+    try {
+      threadId = hook.threadId ?? (await conversations.createThread(hook.userId, { agentId: hook.agentId, title: cut(`Webhook: ${hook.name}`, 200) })).id;
+    } catch (error) {
+      await store.forgetDelivery(hook.id, deliveryId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose run never started'));
+      throw error;
+    }
+
+    const input = new HumanMessage({
+      id: randomUUID(),
+      content: text,
+      additional_kwargs: { synthetic: true, trigger_type: 'webhook', trigger_reason: `webhook delivery ${deliveryId}`, hook_id: hook.id, delivery_id: deliveryId },
+    });
+    const running = conversations
+      .runTriggered(hook.userId, threadId, {
+        trigger: 'webhook',
+        input,
+        meta: { hook_id: hook.id, delivery_id: deliveryId, ...(meta.payload !== undefined ? { payload: meta.payload } : {}) },
+        correlationId: delivery.correlationId,
+        runId,
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => log.error({ runId, deliveryId, code: isVigilError(error) ? error.code : 'INTERNAL', err: error }, 'webhook run could not start'),
+      );
+    this.track(running);
+    log.info({ deliveryId, runId, threadId }, 'webhook delivery accepted');
+    return { runId, threadId, deliveryId };
+  }
+
+  /** Wait for the runs deliveries started, for a graceful stop. */
+  async drain(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private track(work: Promise<void>): void {
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+  }
+}

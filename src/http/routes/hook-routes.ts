@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
+import type { HookService } from '../../app/webhooks/hook-service.js';
+import type { HookRecord } from '../../app/webhooks/hook-store.js';
+import { DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../app/webhooks/hook-signature.js';
+import { PAYLOAD_PATH, PAYLOAD_PATH_MAX_CHARS, TEMPLATE_MAX_CHARS } from '../../app/webhooks/hook-template.js';
+import { WEBHOOK_PAYLOAD_MAX_KEYS } from '../../domain/envelope/run-meta.js';
+import { VigilError } from '../../domain/errors.js';
+import { errorBody, idParam } from '../schemas.js';
+
+const hookParams = z.object({ hookId: idParam }).strict();
+const listHooksQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) }).strict();
+
+export const createHookBody = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    agentId: idParam.optional().describe('the agent that answers; default: your default agent, or the thread\'s'),
+    threadId: idParam.optional().describe('run every delivery on this thread; omitted: a new thread per delivery'),
+    taskTemplate: z.string().min(1).max(TEMPLATE_MAX_CHARS).describe('task text; placeholders {{payload.<path>}}, {{hook.id}}, {{hook.name}}, {{delivery.id}}'),
+    payloadFields: z
+      .array(z.string().max(PAYLOAD_PATH_MAX_CHARS).regex(PAYLOAD_PATH, 'a dotted path of [A-Za-z0-9_-] words'))
+      .min(1)
+      .max(WEBHOOK_PAYLOAD_MAX_KEYS)
+      .optional()
+      .describe('payload paths exposed to the run; omitted: the first scalar fields'),
+  })
+  .strict();
+
+export const hookDto = z.object({
+  id: z.string(),
+  name: z.string(),
+  agentId: z.string(),
+  threadId: z.string().nullable(),
+  taskTemplate: z.string(),
+  payloadFields: z.array(z.string()).nullable(),
+  deliveryUrl: z.string().describe('POST signed deliveries here'),
+  createdAt: z.string(),
+});
+const createdHookDto = hookDto.extend({ secret: z.string().describe('shown once, now: store it; it signs deliveries') });
+const acceptedDto = z.object({ runId: z.string(), threadId: z.string(), deliveryId: z.string() });
+
+function toHookDto(hook: HookRecord): z.infer<typeof hookDto> {
+  return {
+    id: hook.id,
+    name: hook.name,
+    agentId: hook.agentId,
+    threadId: hook.threadId,
+    taskTemplate: hook.taskTemplate,
+    payloadFields: hook.payloadFields,
+    deliveryUrl: `/api/hooks/${hook.id}`,
+    createdAt: hook.createdAt,
+  };
+}
+
+/** Webhook management (bearer auth, owner only) and the signed delivery route. */
+export function hookRoutes(hooks: HookService): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post('/api/hooks', { schema: { tags: ['hooks'], body: createHookBody, response: { 201: createdHookDto, 400: errorBody, 404: errorBody } } }, async (request, reply) => {
+      const { hook, secret } = await hooks.create(request.userId, request.body);
+      return reply.status(201).send({ ...toHookDto(hook), secret });
+    });
+
+    app.get('/api/hooks', { schema: { tags: ['hooks'], querystring: listHooksQuery, response: { 200: z.object({ hooks: z.array(hookDto) }) } } }, async (request) => ({
+      hooks: (await hooks.list(request.userId, request.query.limit)).map(toHookDto),
+    }));
+
+    app.get('/api/hooks/:hookId', { schema: { tags: ['hooks'], params: hookParams, response: { 200: hookDto, 404: errorBody } } }, async (request) =>
+      toHookDto(await hooks.get(request.userId, request.params.hookId)),
+    );
+
+    app.delete('/api/hooks/:hookId', { schema: { tags: ['hooks'], params: hookParams } }, async (request, reply) => {
+      await hooks.delete(request.userId, request.params.hookId);
+      return reply.status(204).send();
+    });
+
+    // The delivery route lives in its own plugin so that its body parser — raw bytes, which
+    // the signature covers — applies to it alone.
+    await app.register(async (scoped) => {
+      scoped.removeAllContentTypeParsers();
+      scoped.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+      scoped.withTypeProvider<ZodTypeProvider>().post(
+        '/api/hooks/:hookId',
+        {
+          // No bearer token: the signature is the authentication.
+          config: { public: true },
+          schema: {
+            tags: ['hooks'],
+            description: `A signed delivery: headers ${TIMESTAMP_HEADER} (unix seconds), ${DELIVERY_HEADER} (unique id) and ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>. Answers 202 with the run it started.`,
+            security: [],
+            params: hookParams,
+            response: { 202: acceptedDto, 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody },
+          },
+        },
+        async (request, reply) => {
+          const rawBody = request.body;
+          if (!Buffer.isBuffer(rawBody)) throw new VigilError('VALIDATION_FAILED', 'a webhook delivery needs a JSON body');
+          const accepted = await hooks.receive(request.params.hookId, {
+            headers: { signature: header(request, SIGNATURE_HEADER), timestamp: header(request, TIMESTAMP_HEADER), deliveryId: header(request, DELIVERY_HEADER) },
+            rawBody,
+            correlationId: request.id,
+          });
+          return reply.status(202).send(accepted);
+        },
+      );
+    });
+  };
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}

@@ -1,0 +1,299 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { BaseMessage } from '@langchain/core/messages';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import type { HookTables } from '../../src/adapters/sql/hook-tables.js';
+import { signDelivery } from '../../src/app/webhooks/hook-signature.js';
+import { ENVELOPE_KEY } from '../../src/domain/envelope/build-envelope.js';
+import { ENVELOPE_KWARG, systemPromptRule } from '../../src/domain/envelope/envelope-marker.js';
+import { RecordingModel } from '../helpers/recording-model.js';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+
+/** Signed webhooks, run against each storage backend by the *.test.ts files beside this one. */
+export function webhookSuite(backend: () => Backend): void {
+  let server: TestServer;
+  const model = new RecordingModel(['Thanks, noted.']);
+
+  beforeAll(async () => {
+    server = await startTestServer(backend(), { models: () => model });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  interface CreatedHook {
+    id: string;
+    secret: string;
+    threadId: string | null;
+    deliveryUrl: string;
+  }
+
+  async function newThread(token = ALICE.token): Promise<string> {
+    const response = await server.request('POST', '/api/threads', { token, body: {} });
+    expect(response.status).toBe(201);
+    return response.body.id as string;
+  }
+
+  async function createHook(body: Record<string, unknown>, token = ALICE.token): Promise<CreatedHook> {
+    const response = await server.request('POST', '/api/hooks', { token, body: { name: 'CI events', taskTemplate: 'New event {{payload.kind}} from {{payload.repo}}', ...body } });
+    expect(response.status, response.text).toBe(201);
+    return response.body as CreatedHook;
+  }
+
+  interface DeliveryOptions {
+    secret?: string;
+    timestamp?: string;
+    deliveryId?: string | null;
+    signature?: string | null;
+    rawBody?: string;
+    contentType?: string;
+  }
+
+  async function deliver(hook: { id: string; secret: string }, payload: unknown, options: DeliveryOptions = {}) {
+    const rawBody = options.rawBody ?? JSON.stringify(payload);
+    const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
+    const headers: Record<string, string> = { 'content-type': options.contentType ?? 'application/json', 'x-vigil-timestamp': timestamp };
+    const deliveryId = options.deliveryId === undefined ? randomUUID() : options.deliveryId;
+    if (deliveryId !== null) headers['x-vigil-delivery'] = deliveryId;
+    const signature = options.signature === undefined ? signDelivery(options.secret ?? hook.secret, timestamp, rawBody) : options.signature;
+    if (signature !== null) headers['x-vigil-signature'] = signature;
+    // No bearer token: the signature is the authentication.
+    return server.request('POST', `/api/hooks/${hook.id}`, { token: '', headers, rawBody });
+  }
+
+  async function runOf(runId: string, token = ALICE.token) {
+    let run: Record<string, any> | undefined;
+    const started = Date.now();
+    for (;;) {
+      const response = await server.request('GET', `/api/runs/${runId}`, { token });
+      if (response.status === 200 && response.body.status !== 'running') {
+        run = response.body;
+        break;
+      }
+      if (Date.now() - started > 10_000) throw new Error(`run ${runId} did not end`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return run;
+  }
+
+  async function runsOf(threadId: string) {
+    return (await server.request('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Array<Record<string, any>>;
+  }
+
+  function marked(messages: readonly BaseMessage[]): BaseMessage[] {
+    return messages.filter((message) => Object.hasOwn(message.additional_kwargs, ENVELOPE_KWARG));
+  }
+
+  function callOfRun(runId: string): BaseMessage[] {
+    const call = model.calls.find((messages) => marked(messages).some((message) => String(message.content).includes(runId)));
+    if (!call) throw new Error(`no model call saw run ${runId}`);
+    return call;
+  }
+
+  describe('managing hooks', () => {
+    it('creates a hook whose secret is shown once, stored encrypted, never returned again', async () => {
+      const hook = await createHook({});
+      expect(hook.secret).toMatch(/^vhs_[A-Za-z0-9_-]{43}$/);
+      expect(hook.deliveryUrl).toBe(`/api/hooks/${hook.id}`);
+      expect(hook.threadId).toBeNull();
+      const fetched = await server.request('GET', `/api/hooks/${hook.id}`);
+      expect(fetched.status).toBe(200);
+      expect(fetched.body).not.toHaveProperty('secret');
+      expect(fetched.text).not.toContain(hook.secret);
+      const listed = await server.request('GET', '/api/hooks');
+      expect(listed.body.hooks.map((item: { id: string }) => item.id)).toContain(hook.id);
+      expect(listed.text).not.toContain(hook.secret);
+      // At rest: sealed, not the secret, and bound to its row.
+      const row = await (server.storage as SqlStorage).context.db
+        .withTables<HookTables>()
+        .selectFrom('hooks')
+        .select('secret_ciphertext')
+        .where('id', '=', hook.id)
+        .executeTakeFirstOrThrow();
+      expect(row.secret_ciphertext).toMatch(/^v1\./);
+      expect(row.secret_ciphertext).not.toContain(hook.secret.slice(4));
+      expect(JSON.stringify(server.logs)).not.toContain(hook.secret);
+    });
+
+    it('I11: refuses bad templates, unknown fields and foreign targets with codes, writing nothing', async () => {
+      const before = (await server.request('GET', '/api/hooks?limit=100')).body.hooks.length;
+      const unknownName = await server.request('POST', '/api/hooks', { body: { name: 'x', taskTemplate: 'Run {{process.env.SECRET}}' } });
+      expect(unknownName.status).toBe(400);
+      expect(unknownName.body.error.code).toBe('VALIDATION_FAILED');
+      const unclosed = await server.request('POST', '/api/hooks', { body: { name: 'x', taskTemplate: 'Run {{payload.kind' } });
+      expect(unclosed.body.error.code).toBe('VALIDATION_FAILED');
+      const notWhitelisted = await server.request('POST', '/api/hooks', { body: { name: 'x', taskTemplate: '{{payload.repo}}', payloadFields: ['kind'] } });
+      expect(notWhitelisted.body.error.code).toBe('VALIDATION_FAILED');
+      const unknownField = await server.request('POST', '/api/hooks', { body: { name: 'x', taskTemplate: 'hi', secret: 'mine' } });
+      expect(unknownField.body.error.code).toBe('VALIDATION_FAILED');
+      const ghostAgent = await server.request('POST', '/api/hooks', { body: { name: 'x', taskTemplate: 'hi', agentId: 'ghost' } });
+      expect(ghostAgent.body.error.code).toBe('AGENT_NOT_FOUND');
+      expect((await server.request('GET', '/api/hooks?limit=100')).body.hooks).toHaveLength(before);
+    });
+
+    it('I12: only the owner sees, deletes or targets; managing needs a bearer token', async () => {
+      const aliceThread = await newThread();
+      const hook = await createHook({ threadId: aliceThread });
+      expect((await server.request('GET', `/api/hooks/${hook.id}`, { token: BOB.token })).body.error.code).toBe('HOOK_NOT_FOUND');
+      expect((await server.request('DELETE', `/api/hooks/${hook.id}`, { token: BOB.token })).status).toBe(404);
+      expect((await server.request('GET', '/api/hooks', { token: BOB.token })).body.hooks).toEqual([]);
+      const onAliceThread = await server.request('POST', '/api/hooks', { token: BOB.token, body: { name: 'x', taskTemplate: 'hi', threadId: aliceThread } });
+      expect(onAliceThread.status).toBe(404);
+      expect(onAliceThread.body.error.code).toBe('THREAD_NOT_FOUND');
+      expect((await server.request('POST', '/api/hooks', { token: '', body: { name: 'x', taskTemplate: 'hi' } })).status).toBe(401);
+      expect((await server.request('GET', `/api/hooks/${hook.id}`, { token: '' })).status).toBe(401);
+    });
+  });
+
+  describe('deliveries', () => {
+    it('a validly signed delivery answers 202 and starts a webhook run: synthetic task, bounded meta, one envelope before the task', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId });
+      const deliveryId = `d-${randomUUID()}`;
+      const response = await deliver(hook, { kind: 'push', repo: 'acme/api', commits: 3, pusher: { name: 'ada' }, files: ['a', 'b'] }, { deliveryId });
+      expect(response.status, response.text).toBe(202);
+      expect(response.body).toEqual({ runId: expect.any(String), threadId, deliveryId });
+
+      const run = await runOf(response.body.runId);
+      expect(run).toMatchObject({ status: 'succeeded', trigger: 'webhook', threadId });
+      expect(run!.meta).toEqual({
+        trigger: 'webhook',
+        run_id: run!.id,
+        requested_at_utc: run!.requestedAt,
+        correlation_id: run!.correlationId,
+        hook_id: hook.id,
+        delivery_id: deliveryId,
+        payload: { kind: 'push', repo: 'acme/api', commits: 3, 'pusher.name': 'ada' }, // flat, scalars only
+      });
+      expect(run!.startedAt).toEqual(expect.any(String));
+      expect(run!.endedAt).toEqual(expect.any(String));
+
+      // The task is a synthetic message: internal, never in a person's history (I2).
+      const history = await server.request('GET', `/api/threads/${threadId}/history`);
+      expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['assistant']);
+      const internal = await server.request('GET', `/api/threads/${threadId}/history?include=internal`);
+      const task = internal.body.messages.find((message: { visibility: string }) => message.visibility === 'internal');
+      expect(task.content).toBe('New event push from acme/api');
+      expect(task.additionalKwargs).toMatchObject({ synthetic: true, trigger_type: 'webhook', hook_id: hook.id, delivery_id: deliveryId });
+
+      // What the model saw (seed 004): the rule with this run's nonce, exactly one envelope, right before the task.
+      const seen = callOfRun(run!.id);
+      const envelopes = marked(seen);
+      expect(envelopes).toHaveLength(1);
+      expect(seen.indexOf(envelopes[0]!)).toBe(seen.length - 2);
+      expect(seen.at(-1)?.content).toBe('New event push from acme/api');
+      const body = (JSON.parse(String(envelopes[0]!.content)) as Record<string, Record<string, unknown>>)[ENVELOPE_KEY]!;
+      expect(body).toMatchObject({ trigger: 'webhook', hook_id: hook.id, delivery_id: deliveryId, run_id: run!.id });
+      expect(String(seen[0]?.content)).toContain(systemPromptRule(String(body.nonce)));
+    });
+
+    it('a hook without a thread starts a new thread per delivery', async () => {
+      const hook = await createHook({});
+      const first = await deliver(hook, { kind: 'a', repo: 'r' });
+      const second = await deliver(hook, { kind: 'b', repo: 'r' });
+      expect(first.status).toBe(202);
+      expect(second.status).toBe(202);
+      expect(first.body.threadId).not.toBe(second.body.threadId);
+      await runOf(first.body.runId);
+      await runOf(second.body.runId);
+      const thread = await server.request('GET', `/api/threads/${first.body.threadId}`);
+      expect(thread.body).toMatchObject({ title: 'Webhook: CI events', agentId: 'default' });
+    });
+
+    it('a secret in the payload reaches none of: the model input, the run record, the history, the logs', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId, taskTemplate: 'Deploy {{payload.kind}}: {{payload.note}} ({{payload.token}})' });
+      const openAiKey = 'sk-proj-Zq8vN3xW7yT2kL5mR9pB4cF6hJ1dG0sA';
+      const token = 'tok_5f4dcc3b5aa765d61d8327deb882cf99';
+      const response = await deliver(hook, { kind: 'deploy', note: `use ${openAiKey} for the rollout`, token, api_key: 'plainvalue123456', nested: { password: 'hunter2hunter2' } });
+      expect(response.status).toBe(202);
+      const run = await runOf(response.body.runId);
+      expect(run!.meta.payload).toMatchObject({ kind: 'deploy', token: '[redacted]', api_key: '[redacted]', 'nested.password': '[redacted]' });
+      expect(run!.meta.payload.note).toBe('use [redacted] for the rollout');
+
+      const secrets = [openAiKey, token, 'plainvalue123456', 'hunter2hunter2'];
+      const seen = JSON.stringify(callOfRun(run!.id).map((message) => message.content));
+      const record = JSON.stringify(run);
+      const history = (await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).text;
+      const logs = JSON.stringify(server.logs);
+      for (const secret of secrets) {
+        expect(seen, 'model input').not.toContain(secret);
+        expect(record, 'run record').not.toContain(secret);
+        expect(history, 'history').not.toContain(secret);
+        expect(logs, 'logs').not.toContain(secret);
+      }
+      expect(seen).toContain('Deploy deploy: use [redacted] for the rollout ([redacted])');
+    });
+
+    it('I11: a bad signature, a stale timestamp or a replay is refused with its code and starts nothing', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId });
+      const other = await createHook({});
+      const payload = { kind: 'push', repo: 'acme/api' };
+      const now = Math.floor(Date.now() / 1000);
+      const cases: Array<[string, DeliveryOptions, number, string]> = [
+        ['another hook secret', { secret: other.secret }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['no signature', { signature: null }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a malformed signature', { signature: 'sha256=zz' }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a signature of another body', { signature: signDelivery(hook.secret, String(now), JSON.stringify({ kind: 'other' })) }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a signature over another timestamp', { timestamp: String(now), signature: signDelivery(hook.secret, String(now - 1), JSON.stringify(payload)) }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a timestamp 10 minutes old', { timestamp: String(now - 600) }, 401, 'HOOK_TIMESTAMP_STALE'],
+        ['a timestamp 10 minutes ahead', { timestamp: String(now + 600) }, 401, 'HOOK_TIMESTAMP_STALE'],
+        ['no delivery id', { deliveryId: null }, 400, 'VALIDATION_FAILED'],
+        ['a valid signature over invalid JSON', { rawBody: '{"kind": ' }, 400, 'MALFORMED_JSON'],
+        ['a JSON array body', { rawBody: '[1,2]' }, 400, 'VALIDATION_FAILED'],
+        ['a text/plain body', { contentType: 'text/plain' }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ];
+      for (const [name, options, status, code] of cases) {
+        const response = await deliver(hook, payload, options);
+        expect(response.status, name).toBe(status);
+        expect(response.body.error.code, name).toBe(code);
+      }
+      expect(await runsOf(threadId), 'no run record').toEqual([]);
+      const unknown = await deliver({ id: randomUUID(), secret: hook.secret }, payload);
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.error.code).toBe('HOOK_NOT_FOUND');
+
+      // A refused delivery id was not burned: the same id, now valid, is accepted once…
+      const deliveryId = `retry-${randomUUID()}`;
+      expect((await deliver(hook, payload, { deliveryId, rawBody: '{"kind": ' })).status).toBe(400);
+      const accepted = await deliver(hook, payload, { deliveryId });
+      expect(accepted.status).toBe(202);
+      await runOf(accepted.body.runId);
+      // …and a replay of it, even freshly signed, starts nothing.
+      const replay = await deliver(hook, payload, { deliveryId });
+      expect(replay.status).toBe(409);
+      expect(replay.body.error.code).toBe('HOOK_DELIVERY_REPLAYED');
+      expect((await runsOf(threadId)).map((run) => run.id)).toEqual([accepted.body.runId]);
+    });
+
+    it('I11: of identical deliveries sent at once, exactly one starts a run', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId });
+      const rawBody = JSON.stringify({ kind: 'race', repo: 'r' });
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const options = { deliveryId: `race-${randomUUID()}`, timestamp, rawBody };
+      const responses = await Promise.all(Array.from({ length: 6 }, () => deliver(hook, null, options)));
+      expect(responses.map((response) => response.status).sort()).toEqual([202, 409, 409, 409, 409, 409]);
+      const accepted = responses.find((response) => response.status === 202)!;
+      await runOf(accepted.body.runId);
+      expect((await runsOf(threadId)).map((run) => run.id)).toEqual([accepted.body.runId]);
+    });
+
+    it('a hook still verifies its deliveries after a restart (the sealing key persists)', async () => {
+      const hook = await createHook({});
+      server = await server.restart();
+      const response = await deliver(hook, { kind: 'after', repo: 'restart' });
+      expect(response.status, response.text).toBe(202);
+      expect(await runOf(response.body.runId)).toMatchObject({ status: 'succeeded', trigger: 'webhook' });
+    });
+
+    it('a deleted hook takes no more deliveries', async () => {
+      const hook = await createHook({});
+      expect((await server.request('DELETE', `/api/hooks/${hook.id}`)).status).toBe(204);
+      const response = await deliver(hook, { kind: 'x', repo: 'y' });
+      expect(response.status).toBe(404);
+      expect(response.body.error.code).toBe('HOOK_NOT_FOUND');
+    });
+  });
+}
