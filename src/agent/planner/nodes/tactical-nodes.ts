@@ -1,0 +1,163 @@
+import { executorDecision, tacticalCritique, tacticalPlanDecision } from '../../../domain/planner/planner-decisions.js';
+import type { PlannerMetadata, TacticalStepState } from '../../../domain/planner/planner-state.js';
+import { malformedStop } from '../../../domain/planner/run-bounds.js';
+import { decisionMessages, toolsForPrompt } from '../planner-prompts.js';
+import type { PlannerUpdate } from '../planner-graph-state.js';
+import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
+import { decide } from '../structured-decision.js';
+import { MAX_REVISIONS_REASON } from './strategic-nodes.js';
+
+/** The tactical planner: steps for the active milestone (again after a revise), each with its tools and expected outcome. */
+export function tacticalPlannerNode(runtime: PlannerRuntime) {
+  const { plans } = runtime.deps;
+  return async (meta: PlannerMetadata, scope: RunScope): Promise<PlannerUpdate> => {
+    const planId = meta.activePlanId!;
+    const milestone = meta.activeMilestone!;
+    const toolbox = await runtime.toolbox(scope);
+    const revising = meta.criticDecision === 'revise';
+    const schema = tacticalPlanDecision.superRefine((plan, context) => {
+      // A step may only name tools that exist: an unknown name is a malformed answer.
+      const unknown = [...new Set(plan.steps.flatMap((step) => step.tools).filter((name) => !toolbox.has(name)))];
+      if (unknown.length > 0) context.addIssue({ code: 'custom', path: ['steps'], message: `unknown tools: ${unknown.join(', ')}` });
+    });
+    const context = {
+      goal: meta.strategicPlan?.goal,
+      milestone: { title: milestone.title, description: milestone.description, successCriteria: milestone.successCriteria },
+      knowledge: meta.knowledgeResults,
+      tools: toolsForPrompt(toolbox.descriptors),
+      ...(revising ? { previousSteps: meta.tacticalPlan?.steps ?? [], criticReason: meta.criticReason, revision: meta.revisionCount } : {}),
+    };
+    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', decisionMessages('tactical_plan', scope.run, context), {
+      retries: meta.budgets.structuredRetries,
+      config: scope.config,
+    });
+    const tokensUsed = meta.tokensUsed + answer.tokens;
+    if (!answer.ok) return { planner: { tokensUsed, stop: malformedStop('tactical plan', answer.attempts, answer.error) } };
+    const steps: TacticalStepState[] = answer.value.steps.map((step) => ({ ...step, status: 'pending', result: null }));
+    await plans.updateMilestone(planId, milestone.id, { status: 'active', steps, currentStep: 0, revisionCount: meta.revisionCount }, scope.now());
+    return { planner: { tokensUsed, tacticalPlan: { steps }, currentStep: 0, executorContinue: false, toolResults: {}, criticDecision: null } };
+  };
+}
+
+/**
+ * The tactical executor: one visit works on the current step — the model gives the tool
+ * calls, the calls are made and recorded — and either finishes the step (then the
+ * tactical critic always reviews it) or stays on it (a self-loop, bounded by the
+ * same-node limit). It never ends the graph: its only edges are itself, the critic, and
+ * — when a bound stops the run — `complete`.
+ */
+export function executorNode(runtime: PlannerRuntime) {
+  const { plans } = runtime.deps;
+  return async (meta: PlannerMetadata, scope: RunScope): Promise<PlannerUpdate> => {
+    const planId = meta.activePlanId!;
+    const milestone = meta.activeMilestone!;
+    const steps = [...(meta.tacticalPlan?.steps ?? [])];
+    const index = meta.currentStep;
+    const step = steps[index];
+    if (!step) {
+      // Nothing planned is left: the critic decides (a "continue" here goes round without progress).
+      return { planner: { executorContinue: false } };
+    }
+    if (step.status === 'pending') {
+      steps[index] = { ...step, status: 'running' };
+      runtime.emit(scope, { type: 'step.start', planId, milestoneId: milestone.id, stepIndex: index, description: step.description });
+    }
+    const toolbox = await runtime.toolbox(scope);
+    const offered = step.tools.length > 0 ? toolbox.descriptors.filter((tool) => step.tools.includes(tool.name)) : toolbox.descriptors;
+    const earlier = Object.values(meta.toolResults).filter((result) => result.stepIndex === index);
+    const context = {
+      goal: meta.strategicPlan?.goal,
+      milestone: { title: milestone.title, successCriteria: milestone.successCriteria },
+      step: { index, description: step.description, expectedOutcome: step.expectedOutcome },
+      previousSteps: steps.slice(0, index).map((done) => ({ description: done.description, status: done.status, result: done.result })),
+      callsSoFarForThisStep: earlier,
+      tools: toolsForPrompt(offered),
+    };
+    const answer = await decide(runtime.model(scope), executorDecision, 'executor_step', decisionMessages('executor', scope.run, context), {
+      retries: meta.budgets.structuredRetries,
+      config: scope.config,
+    });
+    const tokensUsed = meta.tokensUsed + answer.tokens;
+    if (!answer.ok) {
+      await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
+      return { planner: { tokensUsed, tacticalPlan: { steps }, stop: malformedStop('executor answer', answer.attempts, answer.error) } };
+    }
+    const called = await runtime.callTools(scope, meta, toolbox, answer.value.calls, { planId, milestoneId: milestone.id, stepIndex: index });
+    if (called.stop) {
+      await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
+      return { planner: { tokensUsed, ...called.updates, tacticalPlan: { steps }, stop: called.stop } };
+    }
+    let currentStep = index;
+    let executorContinue = true;
+    if (answer.value.done) {
+      const failed = called.outcomes.length > 0 && called.outcomes.every((outcome) => !outcome.ok);
+      steps[index] = { ...steps[index]!, status: failed ? 'failed' : 'done', result: answer.value.result };
+      runtime.emit(scope, { type: 'step.end', planId, milestoneId: milestone.id, stepIndex: index, status: failed ? 'failed' : 'succeeded', summary: answer.value.result.slice(0, 500) });
+      currentStep = index + 1;
+      executorContinue = false;
+    }
+    await plans.updateMilestone(planId, milestone.id, { steps, currentStep }, scope.now());
+    return { planner: { tokensUsed, ...called.updates, tacticalPlan: { steps }, currentStep, executorContinue } };
+  };
+}
+
+/**
+ * The tactical critic, after every finished step: approve (the milestone is done: on to
+ * the next milestone, or the strategic critic after the last), revise (re-plan the steps;
+ * at the revision cap it auto-approves with "max revisions reached"), or continue (on
+ * with the planned steps).
+ */
+export function tacticalCriticNode(runtime: PlannerRuntime) {
+  const { plans } = runtime.deps;
+  return async (meta: PlannerMetadata, scope: RunScope): Promise<PlannerUpdate> => {
+    const planId = meta.activePlanId!;
+    const milestone = meta.activeMilestone!;
+    const steps = meta.tacticalPlan?.steps ?? [];
+    const context = {
+      goal: meta.strategicPlan?.goal,
+      milestone: { title: milestone.title, description: milestone.description, successCriteria: milestone.successCriteria },
+      steps: steps.map(({ description, expectedOutcome, status, result }) => ({ description, expectedOutcome, status, result })),
+      remainingSteps: Math.max(0, steps.length - meta.currentStep),
+      toolResults: Object.values(meta.toolResults),
+      revision: meta.revisionCount,
+    };
+    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', decisionMessages('tactical_critique', scope.run, context), {
+      retries: meta.budgets.structuredRetries,
+      config: scope.config,
+    });
+    const tokensUsed = meta.tokensUsed + answer.tokens;
+    if (!answer.ok) return { planner: { tokensUsed, stop: malformedStop('tactical critique', answer.attempts, answer.error) } };
+    let { decision, reason } = answer.value;
+    let revisionCount = meta.revisionCount;
+    if (decision === 'revise') {
+      if (revisionCount >= meta.maxRevisions) {
+        decision = 'approve';
+        reason = `${MAX_REVISIONS_REASON} (${meta.maxRevisions}); the critic asked: ${reason}`;
+      } else revisionCount += 1;
+    }
+    runtime.emit(scope, { type: 'critic.decide', planId, level: 'tactical', decision, reason });
+    scope.log.info({ planId, milestoneId: milestone.id, decision, reason }, 'tactical critic decided');
+    if (decision !== 'approve') {
+      await plans.updateMilestone(planId, milestone.id, { criticDecision: decision, criticReason: reason, revisionCount }, scope.now());
+      return { planner: { tokensUsed, criticDecision: decision, criticReason: reason, revisionCount } };
+    }
+    await plans.updateMilestone(planId, milestone.id, { status: 'completed', criticDecision: decision, criticReason: reason, revisionCount, completedAt: scope.now() }, scope.now());
+    const completedMilestoneIds = [...meta.completedMilestoneIds, milestone.id];
+    const next = (meta.strategicPlan?.milestones ?? []).find((candidate) => !completedMilestoneIds.includes(candidate.id)) ?? null;
+    if (next) await plans.updateMilestone(planId, next.id, { status: 'active' }, scope.now());
+    return {
+      planner: {
+        tokensUsed,
+        criticDecision: decision,
+        criticReason: reason,
+        completedMilestoneIds,
+        activeMilestone: next,
+        tacticalPlan: null,
+        currentStep: 0,
+        revisionCount: 0,
+        toolResults: {},
+        executorContinue: false,
+      },
+    };
+  };
+}

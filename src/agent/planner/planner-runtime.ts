@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Logger } from 'pino';
+import type { PlanHeartbeats, PlanRepository } from '../../app/plans/plan-ports.js';
+import type { AgentRepository, ChatModelResolver, Clock, EventBus, MemoryStore } from '../../app/ports.js';
+import type { VigilEvent } from '../../domain/events.js';
+import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
+import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
+import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
+import type { Stop } from '../../domain/planner/run-bounds.js';
+import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
+import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
+
+export interface PlannerGraphDependencies {
+  checkpointer: BaseCheckpointSaver;
+  memories: MemoryStore;
+  agents: AgentRepository;
+  plans: PlanRepository;
+  models: ChatModelResolver;
+  toolboxes: ToolboxFactory;
+  /** Plan progress events (plan.create, step.*, critic.decide, plan.complete) go here — never through state. */
+  events: EventBus;
+  /** The overlord's per-thread heartbeat timer. */
+  heartbeats: PlanHeartbeats;
+  clock: Clock;
+  logger: Logger;
+  memoryLimit?: number;
+}
+
+/** What one node call knows about its run. */
+export interface RunScope {
+  run: ActiveRunSettings;
+  config: RunnableConfig;
+  log: Logger;
+  now(): string;
+}
+
+/** Per-output caps: the tables keep more than the state, the state more than a prompt. */
+export const TOOL_OUTPUT_STORED_CHARS = 16_000;
+export const TOOL_OUTPUT_STATE_CHARS = 1_500;
+
+/** The plan a run of this process is working on, for announcing its stop when the run is cancelled. */
+export interface PlanInWork {
+  planId: string;
+  userId: string;
+  threadId: string;
+  agentId: string;
+}
+
+/** Helpers every node shares; built once per graph, closing over the dependencies. */
+export class PlannerRuntime {
+  /**
+   * runId → the plan it works on, from recall until complete (or a failure). Plain
+   * in-process bookkeeping beside the graph, never in its state (I10).
+   */
+  readonly inWork = new Map<string, PlanInWork>();
+
+  constructor(readonly deps: PlannerGraphDependencies) {}
+
+  scope(config: RunnableConfig): RunScope {
+    const run = runSettingsOf(config);
+    return { run, config, log: this.deps.logger.child({ threadId: run.threadId, runId: run.runId }), now: () => this.deps.clock.now().toISOString() };
+  }
+
+  /** The agent's planner settings; invalid settings fall back to defaults, loudly. */
+  async settings(scope: RunScope): Promise<PlannerSettings> {
+    const agent = await this.deps.agents.get(scope.run.userId, scope.run.agentId);
+    try {
+      return plannerSettingsOf(agent?.settings ?? {});
+    } catch (error) {
+      scope.log.error({ err: error, agentId: scope.run.agentId }, 'invalid planner settings; using the defaults');
+      return plannerSettingsSchema.parse({});
+    }
+  }
+
+  model(scope: RunScope) {
+    return this.deps.models(scope.run.model);
+  }
+
+  async toolbox(scope: RunScope, settings?: PlannerSettings): Promise<Toolbox> {
+    const resolved = settings ?? (await this.settings(scope));
+    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId: scope.run.userId, agentId: scope.run.agentId }, settings: resolved });
+    for (const missing of toolbox.unavailable) scope.log.warn({ server: missing.server, error: missing.error }, 'MCP server tools unavailable for this run');
+    return toolbox;
+  }
+
+  emit(scope: RunScope, event: DistributiveOmit<PlanEvent, 'threadId' | 'runId' | 'at'>): void {
+    this.deps.events.publish({ ...event, threadId: scope.run.threadId, runId: scope.run.runId, at: scope.now() } as VigilEvent);
+  }
+
+  /**
+   * Make tool calls for the plan, one by one, each recorded with its result. Before each
+   * call: the run's tool-call budget and the identical-call breaker (same tool, same
+   * arguments, whatever their order). A tripped bound refuses the call (recorded too) and
+   * returns the stop; the caller ends the run with it.
+   */
+  async callTools(
+    scope: RunScope,
+    meta: PlannerMetadata,
+    toolbox: Toolbox,
+    calls: ReadonlyArray<{ tool: string; args: Record<string, unknown> }>,
+    where: { planId: string; milestoneId: string | null; stepIndex: number | null },
+  ): Promise<{ updates: Pick<PlannerMetadata, 'toolCallCount' | 'toolCallSignatures' | 'toolResults'>; stop: Stop | null; outcomes: Array<{ tool: string; ok: boolean; output: string }> }> {
+    let toolCallCount = meta.toolCallCount;
+    const toolCallSignatures = { ...meta.toolCallSignatures };
+    const toolResults = { ...meta.toolResults };
+    const outcomes: Array<{ tool: string; ok: boolean; output: string }> = [];
+    const { budgets } = meta;
+    for (const call of calls) {
+      const id = randomUUID();
+      const startedAt = scope.now();
+      const signature = toolCallSignature(call.tool, call.args);
+      const previous = toolCallSignatures[signature] ?? 0;
+      let stop: Stop | null = null;
+      if (toolCallCount + 1 > budgets.maxToolCalls) {
+        stop = { bound: 'tool_call_budget', reason: `tool-call budget spent: ${toolCallCount} tool calls this run (limit ${budgets.maxToolCalls})` };
+      } else if (previous + 1 > budgets.maxIdenticalToolCalls) {
+        stop = {
+          bound: 'identical_tool_calls',
+          reason: `repeated identical tool call: ${call.tool} with the same arguments was already made ${previous} times this run (limit ${budgets.maxIdenticalToolCalls})`,
+        };
+      }
+      if (stop) {
+        await this.deps.plans.recordToolCall({ id, ...where, runId: scope.run.runId, tool: call.tool, args: call.args, status: 'refused', output: null, error: stop.reason, startedAt, endedAt: scope.now() });
+        scope.log.warn({ tool: call.tool, bound: stop.bound }, 'tool call refused by a bound');
+        return { updates: { toolCallCount, toolCallSignatures, toolResults }, stop, outcomes };
+      }
+      toolCallCount += 1;
+      toolCallSignatures[signature] = previous + 1;
+      let ok = true;
+      let output = '';
+      try {
+        if (!toolbox.has(call.tool)) throw new Error(`no tool named "${call.tool}"`);
+        output = await toolbox.call(call.tool, call.args, scope.config.signal);
+      } catch (error) {
+        if (scope.config.signal?.aborted) throw error;
+        ok = false;
+        output = error instanceof Error ? error.message : String(error);
+      }
+      await this.deps.plans.recordToolCall({
+        id,
+        ...where,
+        runId: scope.run.runId,
+        tool: call.tool,
+        args: call.args,
+        status: ok ? 'succeeded' : 'failed',
+        output: ok ? output.slice(0, TOOL_OUTPUT_STORED_CHARS) : null,
+        error: ok ? null : output.slice(0, 2000),
+        startedAt,
+        endedAt: scope.now(),
+      });
+      scope.log.debug({ tool: call.tool, ok }, 'planner tool call');
+      toolResults[id] = { tool: call.tool, ok, output: output.slice(0, TOOL_OUTPUT_STATE_CHARS), stepIndex: where.stepIndex };
+      outcomes.push({ tool: call.tool, ok, output: output.slice(0, TOOL_OUTPUT_STATE_CHARS) });
+    }
+    return { updates: { toolCallCount, toolCallSignatures, toolResults }, stop: null, outcomes };
+  }
+}
+
+type PlanEvent = Extract<VigilEvent, { type: 'plan.create' | 'step.start' | 'step.end' | 'critic.decide' | 'plan.complete' }>;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -1,0 +1,73 @@
+import type { StructuredToolInterface } from '@langchain/core/tools';
+import { toJsonSchema } from '@langchain/core/utils/json_schema';
+import { isInteropZodSchema } from '@langchain/core/utils/types';
+import type { Clock, MemoryNamespace, MemoryStore } from '../../app/ports.js';
+import { textOf } from '../../domain/message-content.js';
+import type { PlannerSettings } from '../../domain/planner/planner-settings.js';
+import { createBuiltInTools } from './built-in-tools.js';
+import type { McpClientPool } from './mcp-client-pool.js';
+
+export interface ToolDescriptor {
+  name: string;
+  description: string;
+  source: 'built-in' | 'mcp';
+  /** The MCP server it comes from. */
+  server: string | null;
+  /** JSON schema of its arguments. */
+  parameters: Record<string, unknown>;
+}
+
+/** The tools of one run: what the planner may call, and how to call them. */
+export interface Toolbox {
+  readonly descriptors: readonly ToolDescriptor[];
+  /** Configured MCP servers whose tools could not be loaded, and why. */
+  readonly unavailable: ReadonlyArray<{ server: string; error: string }>;
+  has(name: string): boolean;
+  /** The tool's output as text; throws when the tool fails or its arguments are invalid. */
+  call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<string>;
+}
+
+export interface ToolboxFactory {
+  toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings }): Promise<Toolbox>;
+}
+
+/** Built-in tools plus the agent's MCP servers' tools (from the shared pool). */
+export class PlannerToolboxFactory implements ToolboxFactory {
+  constructor(private readonly deps: { memories: MemoryStore; clock: Clock; mcp: McpClientPool }) {}
+
+  async toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings }): Promise<Toolbox> {
+    const builtIn = createBuiltInTools({ namespace: input.namespace, memories: this.deps.memories, clock: this.deps.clock, fetch: input.settings.fetch });
+    const servers = await this.deps.mcp.toolsOf(input.settings.mcpServers);
+    const entries: Array<{ tool: StructuredToolInterface; descriptor: ToolDescriptor }> = builtIn.map((tool) => ({ tool, descriptor: describe(tool, 'built-in', null) }));
+    for (const server of servers) for (const tool of server.tools) entries.push({ tool, descriptor: describe(tool, 'mcp', server.server) });
+    const byName = new Map(entries.map((entry) => [entry.descriptor.name, entry.tool]));
+    return {
+      descriptors: entries.map((entry) => entry.descriptor),
+      unavailable: servers.filter((server) => server.error !== undefined).map((server) => ({ server: server.server, error: server.error ?? '' })),
+      has: (name) => byName.has(name),
+      call: async (name, args, signal) => {
+        const tool = byName.get(name);
+        if (!tool) throw new Error(`no tool named "${name}"`);
+        const output: unknown = await tool.invoke(args, signal ? { signal } : {});
+        return outputText(output);
+      },
+    };
+  }
+}
+
+function describe(tool: StructuredToolInterface, source: ToolDescriptor['source'], server: string | null): ToolDescriptor {
+  const schema: unknown = tool.schema;
+  const parameters = isInteropZodSchema(schema) ? toJsonSchema(schema) : schema;
+  return { name: tool.name, description: tool.description, source, server, parameters: (parameters ?? {}) as Record<string, unknown> };
+}
+
+/** MCP tools answer content blocks; built-ins answer JSON text. */
+function outputText(output: unknown): string {
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output)) {
+    const text = textOf(output);
+    return text || JSON.stringify(output);
+  }
+  if (output && typeof output === 'object' && 'content' in output) return outputText((output as { content: unknown }).content);
+  return JSON.stringify(output) ?? '';
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { HumanMessage } from '@langchain/core/messages';
+import type { Logger } from 'pino';
+import { VigilError } from '../../domain/errors.js';
+import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
+import type { HeartbeatContext } from '../../domain/planner/planner-state.js';
+import type { RunContext } from '../../domain/run-context.js';
+import type { ToolDescriptor, ToolboxFactory } from '../../agent/tools/planner-toolbox.js';
+import type { AgentService } from '../agent-service.js';
+import type { Clock, Storage } from '../ports.js';
+import type { RunCoordinator, RunDeclined, RunOutcome } from '../run-coordinator.js';
+import type { PlanRecord, PlanRepository, ToolCallRecord } from './plan-ports.js';
+
+export const OPEN_PLAN_STATUSES: ReadonlySet<PlanRecord['status']> = new Set(['planning', 'active', 'stopped']);
+
+export interface PlanDetail {
+  plan: PlanRecord;
+  toolCalls: ToolCallRecord[];
+}
+
+/** Plans as people see and drive them: list, inspect, resume; and the planner's tools and settings. */
+export class PlanService {
+  constructor(
+    private readonly deps: {
+      storage: Storage;
+      plans: PlanRepository;
+      agents: AgentService;
+      coordinator: RunCoordinator;
+      toolboxes: ToolboxFactory;
+      clock: Clock;
+      logger: Logger;
+    },
+  ) {}
+
+  /** The thread's plans, newest first; THREAD_NOT_FOUND for another user's thread (I12). */
+  async listByThread(userId: string, threadId: string, limit: number): Promise<PlanRecord[]> {
+    if (!(await this.deps.storage.threads.get(userId, threadId))) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+    return this.deps.plans.listByThread(userId, threadId, { limit });
+  }
+
+  /** The owner's plan; PLAN_NOT_FOUND for anyone else's (I12). */
+  async get(userId: string, planId: string): Promise<PlanRecord> {
+    const plan = await this.deps.plans.get(userId, planId);
+    if (!plan) throw new VigilError('PLAN_NOT_FOUND', `no plan "${planId}"`);
+    return plan;
+  }
+
+  async detail(userId: string, planId: string, toolCallLimit = 500): Promise<PlanDetail> {
+    const plan = await this.get(userId, planId);
+    return { plan, toolCalls: await this.deps.plans.listToolCalls(userId, planId, { limit: toolCallLimit }) };
+  }
+
+  /**
+   * Resume a plan in a new run that continues from the stored plan (completed milestones
+   * are not redone), with fresh per-run budgets. The input is a synthetic message: the
+   * person asked for it, but did not write it (I2).
+   */
+  async resume(userId: string, planId: string, options: { runId?: string; correlationId?: string; signal?: AbortSignal } = {}): Promise<RunOutcome> {
+    const { plan, agent } = await this.resumable(userId, planId);
+    if (this.deps.coordinator.activeRunOf(plan.threadId)) throw new VigilError('PLAN_BUSY', `a run is working on the thread of plan "${planId}"`);
+    const context = this.runContext(plan, 'user', {}, options.correlationId, options.runId);
+    const input = resumeMessage(plan, { trigger_type: 'user', trigger_reason: 'the person asked to resume the plan' });
+    this.deps.logger.info({ planId, threadId: plan.threadId, runId: context.runId }, 'plan resume requested');
+    return this.deps.coordinator.run({ context, agent, input, ...(options.signal ? { signal: options.signal } : {}) });
+  }
+
+  /** The overlord's `plan` decision: a heartbeat run that resumes the plan; declined when the thread is busy (I8). */
+  async runHeartbeat(plan: PlanRecord, heartbeat: { context: HeartbeatContext; reason: string }): Promise<RunOutcome | RunDeclined> {
+    const agent = await this.deps.agents.get(plan.userId, plan.agentId);
+    const context = this.runContext(plan, 'heartbeat', { plan_id: plan.id, idle_ms: Math.max(0, Math.round(heartbeat.context.idleTime)), priority: heartbeat.context.priority });
+    const input = resumeMessage(plan, {
+      trigger_type: 'heartbeat',
+      trigger_reason: heartbeat.reason.slice(0, 500),
+      heartbeat: { context: heartbeat.context, decision: 'plan' },
+    });
+    return this.deps.coordinator.tryRun({ context, agent, input, whenBusy: 'decline' });
+  }
+
+  isBusy(threadId: string): boolean {
+    return this.deps.coordinator.activeRunOf(threadId) !== undefined;
+  }
+
+  /** The tools a planner agent has now: built-ins and its MCP servers' tools (and which servers failed). */
+  async tools(userId: string, agentId: string): Promise<{ tools: readonly ToolDescriptor[]; unavailable: ReadonlyArray<{ server: string; error: string }> }> {
+    const agent = await this.deps.agents.get(userId, agentId);
+    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: plannerSettingsOf(agent.settings) });
+    return { tools: toolbox.descriptors, unavailable: toolbox.unavailable };
+  }
+
+  async settings(userId: string, agentId: string): Promise<PlannerSettings> {
+    return plannerSettingsOf((await this.deps.agents.get(userId, agentId)).settings);
+  }
+
+  /** Replace the agent's planner settings (validated; defaults filled in). */
+  async updateSettings(userId: string, agentId: string, input: unknown): Promise<PlannerSettings> {
+    const parsed = plannerSettingsSchema.safeParse(input);
+    if (!parsed.success) throw new VigilError('VALIDATION_FAILED', parsed.error.issues.map((issue) => `/${issue.path.join('/')} ${issue.message}`).join('; '));
+    await this.deps.agents.updateSetting(userId, agentId, 'planner', parsed.data);
+    return parsed.data;
+  }
+
+  /** The checks of `resume`, for a caller that must answer 404/409 before it starts streaming. */
+  async assertResumable(userId: string, planId: string): Promise<void> {
+    const { plan } = await this.resumable(userId, planId);
+    if (this.deps.coordinator.activeRunOf(plan.threadId)) throw new VigilError('PLAN_BUSY', `a run is working on the thread of plan "${planId}"`);
+  }
+
+  private async resumable(userId: string, planId: string) {
+    const plan = await this.get(userId, planId);
+    if (!OPEN_PLAN_STATUSES.has(plan.status)) throw new VigilError('PLAN_NOT_RESUMABLE', `plan "${planId}" is ${plan.status}`);
+    const agent = await this.deps.agents.get(userId, plan.agentId);
+    if (agent.kind !== 'planner') throw new VigilError('PLAN_NOT_RESUMABLE', `the agent of plan "${planId}" is not a planner`);
+    return { plan, agent };
+  }
+
+  private runContext(plan: PlanRecord, trigger: RunContext['trigger'], meta: Record<string, unknown>, correlationId?: string, runId?: string): RunContext {
+    return {
+      runId: runId ?? randomUUID(),
+      threadId: plan.threadId,
+      userId: plan.userId,
+      agentId: plan.agentId,
+      trigger,
+      meta,
+      requestedAt: this.deps.clock.now().toISOString(),
+      correlationId: correlationId ?? randomUUID(),
+    };
+  }
+}
+
+/** The synthetic input of a resume: the model sees a plain instruction; the metadata says who wrote it and what to resume. */
+export function resumeMessage(plan: PlanRecord, metadata: Record<string, unknown>): HumanMessage {
+  const goal = plan.goal ?? plan.request;
+  return new HumanMessage({
+    id: randomUUID(),
+    content: `Continue working on the plan “${goal.slice(0, 300)}” from where it stopped.`,
+    additional_kwargs: { synthetic: true, ...metadata, planner: { action: 'resume', planId: plan.id } },
+  });
+}

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ALICE, BOB, parseSse, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
+import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
+
+/** Planner agents through the HTTP API: settings, tools, plans, progress events, resume across a restart (I10, I12). */
+export function planApiSuite(backend: () => Backend): void {
+  let server: TestServer;
+  let model = new ScriptedChatModel();
+
+  beforeAll(async () => {
+    server = await startTestServer(backend(), { models: () => model });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  async function plannerAgent(id: string, settings?: Record<string, unknown>) {
+    const created = await server.request('POST', '/api/agents', { body: { id, name: 'Planner', kind: 'planner', systemPrompt: 'You plan.' } });
+    expect(created.status).toBe(201);
+    if (settings) expect((await server.request('PUT', `/api/agents/${id}/planner`, { body: settings })).status).toBe(200);
+    const thread = await server.request('POST', '/api/threads', { body: { agentId: id } });
+    return thread.body as { id: string };
+  }
+
+  const fullScript = () =>
+    new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Organise the trip', 'Book', 'Pack')],
+      tactical_plan: [tacticalPlan(step('book it', ['current_time'])), tacticalPlan(step('pack it', ['memory_write']))],
+      executor_step: [execute([{ tool: 'current_time' }], true, 'booked'), execute([{ tool: 'memory_write', args: { content: 'Trip is packed' } }], true, 'packed')],
+      tactical_critique: always(approve()),
+      strategic_critique: [approve()],
+      text: ['The trip is organised.'],
+    });
+
+  it('planner settings are validated, stored per agent and read back with defaults', async () => {
+    await plannerAgent('settings-planner');
+    const defaults = await server.request('GET', '/api/agents/settings-planner/planner');
+    expect(defaults.status).toBe(200);
+    expect(defaults.body.budgets).toMatchObject({ maxSteps: 80, maxRevisions: 3, maxSameNodeLoops: 15, maxCycleRepeats: 3, maxIdenticalToolCalls: 3 });
+    const put = await server.request('PUT', '/api/agents/settings-planner/planner', { body: { budgets: { maxToolCalls: 5 }, fetch: { allowedHosts: ['example.com'] } } });
+    expect(put.status).toBe(200);
+    expect(put.body.budgets).toMatchObject({ maxToolCalls: 5, maxSteps: 80 });
+    const bad = await server.request('PUT', '/api/agents/settings-planner/planner', { body: { budgets: { maxSteps: 'lots' }, surprise: true } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('VALIDATION_FAILED');
+    const tools = await server.request('GET', '/api/agents/settings-planner/tools');
+    expect(tools.body.tools.map((tool: { name: string }) => tool.name)).toEqual(['memory_search', 'memory_write', 'current_time', 'http_fetch']);
+    expect((await server.request('GET', '/api/agents/settings-planner/planner', { token: BOB.token })).status).toBe(404);
+    expect((await server.request('PUT', '/api/agents/settings-planner/planner', { token: BOB.token, body: {} })).status).toBe(404);
+  });
+
+  it('a plan runs from a message, streams its progress events, and is readable by its owner only (I12)', async () => {
+    model = fullScript();
+    const thread = await plannerAgent('trip-planner');
+    const response = await fetch(`${server.url}/api/threads/${thread.id}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ALICE.token}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ content: 'Organise my trip' }),
+    });
+    const events = parseSse(await response.text());
+    const types = events.map((event) => event.event).filter((type) => type !== 'message.delta');
+    expect(types).toEqual([
+      'run.start',
+      'message.end',
+      'plan.create',
+      'step.start',
+      'step.end',
+      'critic.decide',
+      'step.start',
+      'step.end',
+      'critic.decide',
+      'critic.decide',
+      'plan.complete',
+      'message.end',
+      'run.end',
+    ]);
+    const planId = events.find((event) => event.event === 'plan.create')!.data.planId as string;
+    expect(events.find((event) => event.event === 'plan.create')!.data).toMatchObject({ goal: 'Organise the trip', milestones: [{ title: 'Book' }, { title: 'Pack' }] });
+
+    const list = await server.request('GET', `/api/threads/${thread.id}/plans`);
+    expect(list.status).toBe(200);
+    expect(list.body.plans.map((plan: { id: string; status: string }) => [plan.id, plan.status])).toEqual([[planId, 'completed']]);
+    const detail = await server.request('GET', `/api/plans/${planId}`);
+    expect(detail.status).toBe(200);
+    expect(detail.body).toMatchObject({ id: planId, threadId: thread.id, status: 'completed', goal: 'Organise the trip', request: 'Organise my trip' });
+    expect(detail.body.milestones.map((milestone: { title: string; status: string; steps: unknown[] }) => [milestone.title, milestone.status, milestone.steps.length])).toEqual([
+      ['Book', 'completed', 1],
+      ['Pack', 'completed', 1],
+    ]);
+    expect(detail.body.toolCalls.map((call: { seq: number; tool: string; status: string }) => [call.seq, call.tool, call.status])).toEqual([
+      [1, 'current_time', 'succeeded'],
+      [2, 'memory_write', 'succeeded'],
+    ]);
+
+    // I2: the person sees their message and the final reply only.
+    const history = await server.request('GET', `/api/threads/${thread.id}/history?include=internal`);
+    expect(history.body.messages.map((message: { role: string; content: string }) => [message.role, message.content])).toEqual([
+      ['user', 'Organise my trip'],
+      ['assistant', 'The trip is organised.'],
+    ]);
+
+    // I12: another user's ids answer 404.
+    for (const [method, path] of [
+      ['GET', `/api/plans/${planId}`],
+      ['POST', `/api/plans/${planId}/resume`],
+      ['GET', `/api/threads/${thread.id}/plans`],
+      ['GET', '/api/agents/trip-planner/tools'],
+    ] as const) {
+      const response = await server.request(method, path, { token: BOB.token });
+      expect(response.status).toBe(404);
+      expect(response.body.error.code).toMatch(/^(PLAN|THREAD|AGENT)_NOT_FOUND$/);
+    }
+    expect((await server.request('GET', '/api/plans/no-such-plan')).body.error.code).toBe('PLAN_NOT_FOUND');
+    // A completed plan cannot be resumed.
+    const again = await server.request('POST', `/api/plans/${planId}/resume`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('PLAN_NOT_RESUMABLE');
+  });
+
+  it('I10: a plan stopped by its budget survives a server restart and resumes from the stored plan', async () => {
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Renovate', 'Walls', 'Floor', 'Lights')],
+      tactical_plan: [tacticalPlan(step('paint the walls', ['current_time']))],
+      executor_step: [execute([{ tool: 'current_time' }], true, 'walls painted')],
+      tactical_critique: [approve()],
+    });
+    const thread = await plannerAgent('renovator', { budgets: { maxSteps: 6 } });
+    const first = await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: 'Renovate the flat' } });
+    expect(first.status).toBe(200);
+    expect(first.body.run).toMatchObject({ status: 'succeeded', reason: 'step budget spent: 6 graph steps this run (limit 6)' });
+    expect(first.body.messages.at(-1).content).toContain('step budget spent');
+    const planId = (await server.request('GET', `/api/threads/${thread.id}/plans`)).body.plans[0].id as string;
+    const stopped = await server.request('GET', `/api/plans/${planId}`);
+    expect(stopped.body).toMatchObject({ status: 'stopped', reason: 'step budget spent: 6 graph steps this run (limit 6)' });
+    expect(stopped.body.milestones.map((milestone: { status: string }) => milestone.status)).toEqual(['completed', 'active', 'pending']);
+
+    // A new server on the same database; fresh budgets for the resume.
+    const resumedModel = new ScriptedChatModel({
+      tactical_plan: [tacticalPlan(step('lay the floor')), tacticalPlan(step('hang the lights'))],
+      executor_step: always(execute([], true, 'done')),
+      tactical_critique: always(approve()),
+      strategic_critique: [approve()],
+      text: ['The flat is renovated.'],
+    });
+    model = resumedModel;
+    server = await server.restart();
+    expect((await server.request('PUT', '/api/agents/renovator/planner', { body: {} })).status).toBe(200);
+    const resumed = await server.request('POST', `/api/plans/${planId}/resume`);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.run).toMatchObject({ status: 'succeeded', reason: null, trigger: 'user' });
+    expect(resumed.body.messages.map((message: { content: string }) => message.content)).toEqual(['The flat is renovated.']);
+    const done = await server.request('GET', `/api/plans/${planId}`);
+    expect(done.body.status).toBe('completed');
+    expect(done.body.milestones.map((milestone: { status: string }) => milestone.status)).toEqual(['completed', 'completed', 'completed']);
+    // The walls were not painted twice: one tool call, from the first run; two milestones planned after the restart.
+    expect(done.body.toolCalls).toHaveLength(1);
+    expect(done.body.toolCalls[0].runId).toBe(first.body.run.id);
+    expect(resumedModel.callsOf('tactical_plan')).toHaveLength(2);
+    expect(resumedModel.callsOf('strategic_plan')).toHaveLength(0);
+    const runs = await server.request('GET', `/api/threads/${thread.id}/runs`);
+    expect(runs.body.runs.map((run: { status: string; reason: string | null }) => [run.status, run.reason])).toEqual([
+      ['succeeded', null],
+      ['succeeded', 'step budget spent: 6 graph steps this run (limit 6)'],
+    ]);
+    const history = await server.request('GET', `/api/threads/${thread.id}/history`);
+    expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'assistant']);
+  });
+
+  it('lists the plan routes in the OpenAPI document', async () => {
+    const document = await server.request('GET', '/api/openapi.json', { token: '' });
+    for (const path of ['/api/threads/{threadId}/plans', '/api/plans/{planId}', '/api/plans/{planId}/resume', '/api/agents/{agentId}/tools', '/api/agents/{agentId}/planner']) {
+      expect(document.body.paths).toHaveProperty([path]);
+    }
+  });
+}
