@@ -1,0 +1,60 @@
+import type { MissedPolicy } from '../../domain/schedules/missed-policy.js';
+import type { ScheduleTiming } from '../../domain/schedules/schedule-timing.js';
+import type { Iso } from '../ports.js';
+
+export type ScheduleTarget = 'thread' | 'new_thread';
+
+export interface ScheduleRecord {
+  id: string;
+  userId: string;
+  agentId: string;
+  name: string;
+  timing: ScheduleTiming;
+  target: ScheduleTarget;
+  /** The thread every fire runs on when target is 'thread'. */
+  threadId: string | null;
+  /** The task the agent is given at each fire. */
+  task: string;
+  missedPolicy: MissedPolicy;
+  enabled: boolean;
+  createdAt: Iso;
+  updatedAt: Iso;
+}
+
+export type FireStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
+
+export interface FireRecord {
+  id: string;
+  scheduleId: string;
+  userId: string;
+  scheduledFor: Iso;
+  status: FireStatus;
+  /** Why it was skipped or failed: 'missed', 'overlap', an error code. */
+  reason: string | null;
+  runId: string | null;
+  threadId: string | null;
+  startedAt: Iso;
+  endedAt: Iso | null;
+}
+
+export interface ScheduleRepository {
+  create(schedule: ScheduleRecord): Promise<ScheduleRecord>;
+  get(userId: string, id: string): Promise<ScheduleRecord | undefined>;
+  /** Any user's schedule, for the fire handler (which acts for the schedule's owner). */
+  getById(id: string): Promise<ScheduleRecord | undefined>;
+  list(userId: string): Promise<ScheduleRecord[]>;
+  listEnabled(): Promise<ScheduleRecord[]>;
+  update(userId: string, id: string, changes: Partial<Pick<ScheduleRecord, 'name' | 'timing' | 'task' | 'missedPolicy' | 'enabled'>>, now: Iso): Promise<ScheduleRecord | undefined>;
+  delete(userId: string, id: string): Promise<boolean>;
+  /**
+   * Claim a fire: insert its row. False when a row for (schedule, scheduledFor) exists —
+   * another instance or an earlier delivery has it (at most once, I7).
+   */
+  claimFire(fire: FireRecord): Promise<boolean>;
+  finishFire(id: string, end: { status: Exclude<FireStatus, 'running'>; reason?: string | null; runId?: string | null; threadId?: string | null; endedAt: Iso }): Promise<void>;
+  /** The latest fire of a schedule (by scheduled time), if any. */
+  latestFire(scheduleId: string): Promise<FireRecord | undefined>;
+  /** Whether a fire of this schedule is still running (no overlap). */
+  hasRunningFire(scheduleId: string): Promise<boolean>;
+  listFires(userId: string, scheduleId: string, limit: number): Promise<FireRecord[]>;
+}

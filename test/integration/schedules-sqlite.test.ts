@@ -1,0 +1,6 @@
+import { describe } from 'vitest';
+import { schedulesSuite } from './schedules.suite.js';
+
+describe('schedules on SQLite', () => {
+  schedulesSuite(() => ({ kind: 'sqlite' }));
+});

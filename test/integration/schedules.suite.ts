@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+
+const MISSED_GRACE_MS = 3_000;
+
+/** Cron and one-shot schedules through the real server, job queue and database. */
+export function schedulesSuite(backend: () => Backend): void {
+  let server: TestServer;
+  beforeAll(async () => {
+    // pg-boss hands jobs out on its polling interval (seconds): a grace well above it.
+    server = await startTestServer(backend(), { environment: { VIGIL_SCHEDULE_MISSED_GRACE_MS: String(MISSED_GRACE_MS) } });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  const inMs = (milliseconds: number) => new Date(Date.now() + milliseconds).toISOString();
+
+  async function firesOf(id: string, target = server) {
+    return (await target.request('GET', `/api/schedules/${id}/fires`)).body.fires as Array<{ status: string; reason: string | null; runId: string | null; threadId: string | null; scheduledFor: string }>;
+  }
+
+  it('creates, lists, updates and deletes schedules; refuses bad timing; another user gets 404', async () => {
+    const bad = await server.request('POST', '/api/schedules', { body: { name: 'x', task: 't', timing: { kind: 'cron', cron: '0 9 * * *', timezone: 'Mars/Base' } } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('VALIDATION_FAILED');
+    const sixFields = await server.request('POST', '/api/schedules', { body: { name: 'x', task: 't', timing: { kind: 'cron', cron: '0 0 9 * * *' } } });
+    expect(sixFields.status).toBe(400);
+    const created = await server.request('POST', '/api/schedules', { body: { name: 'Morning brief', task: 'Summarise my day', timing: { kind: 'cron', cron: '0 9 * * 1-5', timezone: 'Europe/Berlin' } } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Morning brief', target: 'new_thread', missedPolicy: 'skip', enabled: true, agentId: 'default' });
+    const id = created.body.id as string;
+    expect((await server.request('GET', '/api/schedules')).body.schedules.map((schedule: { id: string }) => schedule.id)).toContain(id);
+    expect((await server.request('GET', `/api/schedules/${id}`, { token: BOB.token })).body.error.code).toBe('SCHEDULE_NOT_FOUND');
+    expect((await server.request('PATCH', `/api/schedules/${id}`, { token: BOB.token, body: { enabled: false } })).status).toBe(404);
+    const patched = await server.request('PATCH', `/api/schedules/${id}`, { body: { enabled: false, name: 'Brief' } });
+    expect(patched.body).toMatchObject({ enabled: false, name: 'Brief' });
+    expect((await server.request('PATCH', `/api/schedules/${id}`, { body: { owner: 'bob' } })).status).toBe(400);
+    expect((await server.request('DELETE', `/api/schedules/${id}`, { token: BOB.token })).status).toBe(404);
+    expect((await server.request('DELETE', `/api/schedules/${id}`)).status).toBe(204);
+    expect((await server.request('GET', `/api/schedules/${id}`)).status).toBe(404);
+  });
+
+  it('a one-shot fire runs once on a new thread with trigger cron and its meta; the task prompt stays internal', async () => {
+    const created = await server.request('POST', '/api/schedules', { body: { name: 'Reminder', task: 'Remind me to stretch', timing: { kind: 'at', at: inMs(300) } } });
+    const id = created.body.id as string;
+    let fires: Awaited<ReturnType<typeof firesOf>> = [];
+    for (let attempt = 0; attempt < 150 && !fires.some((fire) => fire.status === 'succeeded'); attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      fires = await firesOf(id);
+    }
+    expect(fires).toHaveLength(1);
+    expect(fires[0]).toMatchObject({ status: 'succeeded', reason: null });
+    const run = (await server.request('GET', `/api/runs/${fires[0]!.runId}`)).body;
+    expect(run).toMatchObject({ trigger: 'cron', status: 'succeeded', threadId: fires[0]!.threadId });
+    expect(run.meta).toMatchObject({ schedule_id: id, scheduled_for_utc: fires[0]!.scheduledFor });
+    expect(run.meta.fire_id).toEqual(expect.any(String));
+    const history = await server.request('GET', `/api/threads/${fires[0]!.threadId}/history`);
+    // The task prompt is the system's message in the person's role: internal (I2).
+    expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['assistant']);
+    const internal = await server.request('GET', `/api/threads/${fires[0]!.threadId}/history?include=internal`);
+    expect(internal.body.messages[0]).toMatchObject({ role: 'user', visibility: 'internal', content: 'Remind me to stretch' });
+    // Nothing more fires for a one-shot.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await firesOf(id)).toHaveLength(1);
+  });
+
+  it('I7: a fire delivered twice runs once; a fire while the previous still runs is skipped (no overlap)', async () => {
+    const thread = (await server.request('POST', '/api/threads', { body: {} })).body;
+    const created = await server.request('POST', '/api/schedules', { body: { name: 'Daily', task: 'Daily check', target: 'thread', threadId: thread.id, timing: { kind: 'cron', cron: '0 3 * * *', timezone: 'UTC' } } });
+    const schedule = created.body;
+    const runner = server.services.scheduleRunner;
+    const job = (scheduledFor: string) => ({ id: 'x', queue: 'schedule', key: `${schedule.id}@${scheduledFor}`, dueAt: scheduledFor, attempt: 1, payload: { scheduleId: schedule.id, scheduledFor, version: schedule.updatedAt } });
+    const now = new Date();
+    const first = new Date(now.getTime() - 100).toISOString();
+    await Promise.all([runner.fire(job(first)), runner.fire(job(first))]);
+    let fires = await firesOf(schedule.id);
+    expect(fires.filter((fire) => fire.scheduledFor === first)).toHaveLength(1);
+    const runs = (await server.request('GET', `/api/threads/${thread.id}/runs`)).body.runs;
+    expect(runs.filter((run: { trigger: string }) => run.trigger === 'cron')).toHaveLength(1);
+
+    // Overlap: hold the first fire "running" while the second is delivered.
+    const slow = await startTestServer(backend(), { demoTokenDelayMs: 60 });
+    try {
+      const slowThread = (await slow.request('POST', '/api/threads', { body: {} })).body;
+      const slowSchedule = (await slow.request('POST', '/api/schedules', { body: { name: 'Slow', task: 'A long job', target: 'thread', threadId: slowThread.id, timing: { kind: 'cron', cron: '0 3 * * *' } } })).body;
+      const slowJob = (scheduledFor: string) => ({ id: 'y', queue: 'schedule', key: `${slowSchedule.id}@${scheduledFor}`, dueAt: scheduledFor, attempt: 1, payload: { scheduleId: slowSchedule.id, scheduledFor, version: slowSchedule.updatedAt } });
+      const a = new Date(Date.now() - 200).toISOString();
+      const b = new Date(Date.now() - 100).toISOString();
+      const running = slow.services.scheduleRunner.fire(slowJob(a));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await slow.services.scheduleRunner.fire(slowJob(b));
+      await running;
+      fires = (await slow.request('GET', `/api/schedules/${slowSchedule.id}/fires`)).body.fires;
+      expect(fires.find((fire) => fire.scheduledFor === b)).toMatchObject({ status: 'skipped', reason: 'overlap' });
+      expect(fires.find((fire) => fire.scheduledFor === a)).toMatchObject({ status: 'succeeded' });
+    } finally {
+      await slow.destroy();
+    }
+  });
+
+  it('the missed-run policy after a restart: skip records the miss and runs nothing; run_once runs once', async () => {
+    const skip = (await server.request('POST', '/api/schedules', { body: { name: 'Skip me', task: 'missed task', missedPolicy: 'skip', timing: { kind: 'at', at: inMs(600) } } })).body;
+    const once = (await server.request('POST', '/api/schedules', { body: { name: 'Run me', task: 'late task', missedPolicy: 'run_once', timing: { kind: 'at', at: inMs(600) } } })).body;
+    // Down across the due time and well past the grace.
+    await server.close();
+    await new Promise((resolve) => setTimeout(resolve, 600 + MISSED_GRACE_MS + 500));
+    server = await server.restart();
+    let skipFires: Awaited<ReturnType<typeof firesOf>> = [];
+    let onceFires: Awaited<ReturnType<typeof firesOf>> = [];
+    for (let attempt = 0; attempt < 150; attempt++) {
+      skipFires = await firesOf(skip.id);
+      onceFires = await firesOf(once.id);
+      if (skipFires.some((fire) => fire.status !== 'running') && onceFires.some((fire) => fire.status === 'succeeded')) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(skipFires).toHaveLength(1);
+    expect(skipFires[0]).toMatchObject({ status: 'skipped', reason: 'missed', runId: null });
+    expect(onceFires).toHaveLength(1);
+    expect(onceFires[0]).toMatchObject({ status: 'succeeded' });
+  });
+}
