@@ -1,5 +1,6 @@
 /** The two storage backends, opened the way main.ts opens them, in throw-away places. */
 import { join } from 'node:path';
+import type { CheckpointCacheStats } from '../src/adapters/sql/checkpoint-cache.js';
 import { openPostgresStorage, openSqliteStorage } from '../src/adapters/storage-factory.js';
 import type { Storage } from '../src/app/ports.js';
 import type { BenchOptions } from './types.js';
@@ -15,6 +16,13 @@ export interface OpenedStorage {
   analyze(): Promise<void>;
   /** Checkpoints saved for the thread. */
   checkpoints(threadId: string): Promise<number>;
+  /** Checkpoint reads answered by vigil's checkpoint cache so far. */
+  cacheHits(): number;
+}
+
+function cacheHitsOf(storage: Storage): () => number {
+  const saver = storage.checkpointer as { cacheStats?: () => CheckpointCacheStats };
+  return () => saver.cacheStats?.().hits ?? 0;
 }
 
 export function backendsOf(options: BenchOptions): BackendName[] {
@@ -26,7 +34,13 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
     const file = join(await tempDir(options, label), 'vigil.sqlite');
     const storage = await openSqliteStorage({ file, logger: silentLogger });
     options.onCleanup(() => storage.close());
-    return { storage, bytes: () => sqliteBytes(file), analyze: async () => undefined, checkpoints: (threadId) => sqliteCheckpointCount(file, threadId) };
+    return {
+      storage,
+      bytes: () => sqliteBytes(file),
+      analyze: async () => undefined,
+      checkpoints: (threadId) => sqliteCheckpointCount(file, threadId),
+      cacheHits: cacheHitsOf(storage),
+    };
   }
   const url = options.postgresUrl;
   if (url === undefined) throw new Error('PostgreSQL is not available');
@@ -38,5 +52,6 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
     bytes: () => schemaBytes(url, schema),
     analyze: () => analyzeSchema(url, schema),
     checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId),
+    cacheHits: cacheHitsOf(storage),
   };
 }

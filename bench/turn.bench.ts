@@ -4,7 +4,8 @@
  * the shared cores slows all of them alike):
  *
  *  - vigil:     RunCoordinator.run → chat graph (recall_memories → respond) with the
- *               demo model, projection kept in step, events published;
+ *               demo model, projection kept in step, events published, on the savers
+ *               openStorage builds (checkpoint cache; PostgreSQL reads as plain rows);
  *  - langgraph: LangGraph's own saver used directly: a one-node StateGraph over a
  *               messages channel (messagesStateReducer), one invoke per turn;
  *  - delta:     the same graph with LangGraph's experimental DeltaChannel
@@ -41,7 +42,7 @@ const P50_TABLE = 'turn latency p50 (ms), and ratio to the plain LangGraph saver
 const P95_TABLE = 'turn latency p95 (ms)';
 const BYTES_TABLE = 'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the schema\'s tables)';
 const CHECKPOINTS_TABLE =
-  'checkpoints saved and read (saver.getTuple) per turn; on SQLite each saved one is a full copy of the message list, PostgreSQL re-stores only changed channels';
+  'checkpoints saved and read (saver.getTuple) per turn, and reads vigil\'s checkpoint cache answered; on SQLite each saved one is a full copy of the message list, PostgreSQL re-stores only changed channels';
 const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
 
 export type Variant = 'vigil' | 'langgraph' | 'delta' | 'exit';
@@ -62,6 +63,8 @@ export interface TurnHarness {
   checkpoints(): Promise<number>;
   /** Checkpoint reads (saver.getTuple calls) so far, all threads. */
   reads(): number;
+  /** Of those, the ones the checkpoint cache answered (vigil only; LangGraph's savers have none). */
+  cacheHits?(): number;
 }
 
 interface Plan {
@@ -120,6 +123,8 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
     const checkpointsAfter = new Map<Variant, number>();
     const readsBefore = new Map<Variant, number>();
     const readsAfter = new Map<Variant, number>();
+    const hitsBefore = new Map<Variant, number>();
+    const hitsAfter = new Map<Variant, number>();
     for (const harness of harnesses) await guarded(harness, () => harness.seed(size));
     let turnIndex = 0;
     for (let index = 0; index < plan.warmup; index++, turnIndex++) {
@@ -130,6 +135,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
         bytesBefore.set(harness.variant, await harness.bytes());
         checkpointsBefore.set(harness.variant, await harness.checkpoints());
         readsBefore.set(harness.variant, harness.reads());
+        if (harness.cacheHits) hitsBefore.set(harness.variant, harness.cacheHits());
       });
     }
     for (let index = 0; index < turns; index++, turnIndex++) {
@@ -146,6 +152,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
         bytesAfter.set(harness.variant, await harness.bytes());
         checkpointsAfter.set(harness.variant, await harness.checkpoints());
         readsAfter.set(harness.variant, harness.reads());
+        if (harness.cacheHits) hitsAfter.set(harness.variant, harness.cacheHits());
       });
     }
     // Every turn adds the person's message and the reply: anything else means lost state.
@@ -173,6 +180,12 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
       rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} checkpoints`, value: round(saved, 2), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} saved` } });
       const reads = (readsAfter.get(variant)! - readsBefore.get(variant)!) / turns;
       rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} reads`, value: round(reads, 1), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} read` } });
+      const hitsStart = hitsBefore.get(variant);
+      const hitsEnd = hitsAfter.get(variant);
+      if (hitsStart !== undefined && hitsEnd !== undefined) {
+        const hits = (hitsEnd - hitsStart) / turns;
+        rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} cache hits`, value: round(hits, 1), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} cached` } });
+      }
     }
     const base = p50.get('langgraph');
     for (const variant of ['vigil', 'delta', 'exit'] as const) {
@@ -196,7 +209,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
 // ---------- vigil: the coordinator, the chat graph, the projection ----------
 
 export async function vigilHarness(options: BenchOptions, backend: BackendName): Promise<TurnHarness> {
-  const { storage, bytes, checkpoints } = await openBenchStorage(options, backend, 'turn-vigil');
+  const { storage, bytes, checkpoints, cacheHits } = await openBenchStorage(options, backend, 'turn-vigil');
   const reads = countReads(storage.checkpointer);
   const model = new DemoChatModel({ tokenDelayMs: 0 });
   const graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models: () => model, logger: silentLogger });
@@ -261,6 +274,7 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
     bytes,
     checkpoints: () => checkpoints(threadId),
     reads,
+    cacheHits,
   };
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
-import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import type { BaseCheckpointSaver, CheckpointTuple } from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
 import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
 import { VigilError } from '../domain/errors.js';
@@ -33,14 +34,20 @@ function probeMessages(): HumanMessage[] {
  * content exactly. On a mismatch the server must not start: every later decision about
  * who said what would be wrong.
  */
-export async function checkMetadataIntegrity(checkpointer: BaseCheckpointSaver, logger: Logger): Promise<void> {
+export async function checkMetadataIntegrity(
+  checkpointer: BaseCheckpointSaver,
+  logger: Logger,
+  // A caching checkpointer answers a read of what it just wrote from memory: the check
+  // must read past the cache, from the database itself.
+  readBack: (config: RunnableConfig) => Promise<CheckpointTuple | undefined> = (config) => checkpointer.getTuple(config),
+): Promise<void> {
   const threadId = `vigil-integrity-${randomUUID()}`;
   const config = { configurable: { thread_id: threadId } };
   const written = probeMessages();
   const graph = new StateGraph(ProbeState).addNode('noop', () => ({})).addEdge(START, 'noop').addEdge('noop', END).compile({ checkpointer });
   try {
     await graph.invoke({ messages: written }, config);
-    const tuple = await checkpointer.getTuple(config);
+    const tuple = await readBack(config);
     const restored = (tuple?.checkpoint.channel_values.messages ?? []) as BaseMessage[];
     const problems: string[] = [];
     for (const original of written) {

@@ -1,13 +1,14 @@
-import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { VigilError } from '../../domain/errors.js';
+import type { CheckpointCacheLimits } from './checkpoint-cache.js';
+import { CachingPostgresSaver } from './checkpoint-postgres-saver.js';
 import type { Database, SqlContext } from './database.js';
 import { migrate } from './migrator.js';
 import { SqlStorage } from './sql-storage.js';
 
-/** Unquoted, lower-case identifiers only: search_path and PostgresSaver must agree on the name. */
+/** Unquoted, lower-case identifiers only: search_path and the checkpoint saver must agree on the name. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** A connection attempt that hangs fails instead, so ping() (for /readyz) answers. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -24,15 +25,26 @@ const jsonAsText: pg.CustomTypesConfig = {
 };
 
 /**
- * App tables through Kysely and checkpoints through LangGraph's PostgresSaver, both in
- * `schema` (created if missing). Each has its own pool.
+ * App tables through Kysely and checkpoints through LangGraph's PostgresSaver (with vigil's
+ * faster reads and checkpoint cache, see checkpoint-postgres-saver.ts), both in `schema`
+ * (created if missing). Each has its own pool.
  */
-export async function openPostgresStorage(options: { connectionString: string; schema?: string | undefined; logger: Logger }): Promise<SqlStorage> {
+const APP_POOL_SIZE = 6;
+const SAVER_POOL_SIZE = 4;
+
+export async function openPostgresStorage(options: {
+  connectionString: string;
+  schema?: string | undefined;
+  logger: Logger;
+  checkpointCache?: Partial<CheckpointCacheLimits>;
+}): Promise<SqlStorage> {
   const schema = options.schema ?? 'public';
   if (!SCHEMA_NAME.test(schema)) {
     throw new VigilError('CONFIG_INVALID', `invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _`);
   }
-  const pool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types: jsonAsText });
+  // Small pools: several instances (and their job queue and lock pools) share the
+  // server's connection limit (100 by default).
+  const pool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types: jsonAsText, max: APP_POOL_SIZE, idleTimeoutMillis: 5_000 });
   watch(pool, options.logger, 'app tables');
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({
@@ -44,9 +56,9 @@ export async function openPostgresStorage(options: { connectionString: string; s
     }),
   });
   // What PostgresSaver.fromConnString does, but with a pool we can watch for errors.
-  const saverPool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const saverPool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: SAVER_POOL_SIZE, idleTimeoutMillis: 5_000 });
   watch(saverPool, options.logger, 'checkpoints');
-  const checkpointer = new PostgresSaver(saverPool, undefined, { schema });
+  const checkpointer = new CachingPostgresSaver(saverPool, { schema, cache: options.checkpointCache });
   const release = async (): Promise<void> => {
     await Promise.all([db.destroy(), checkpointer.end()]);
   };

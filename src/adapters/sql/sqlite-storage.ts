@@ -2,6 +2,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Logger } from 'pino';
 import { AsyncMutex } from './async-mutex.js';
+import type { CheckpointCacheLimits } from './checkpoint-cache.js';
 import type { Database, SqlContext } from './database.js';
 import { GatedSqliteSaver } from './gated-sqlite-saver.js';
 import { migrate } from './migrator.js';
@@ -14,7 +15,7 @@ const BUSY_TIMEOUT_MS = 5_000;
  * App tables and LangGraph checkpoints in one SQLite file (or ':memory:'), on one
  * better-sqlite3 connection shared by Kysely and the SqliteSaver.
  */
-export async function openSqliteStorage(options: { file: string; logger: Logger }): Promise<SqlStorage> {
+export async function openSqliteStorage(options: { file: string; logger: Logger; checkpointCache?: Partial<CheckpointCacheLimits> }): Promise<SqlStorage> {
   const database = new BetterSqlite3(options.file);
   let db: Kysely<Database> | undefined;
   try {
@@ -29,7 +30,7 @@ export async function openSqliteStorage(options: { file: string; logger: Logger 
     database.pragma('optimize=0x10002');
 
     const gate = new AsyncMutex();
-    const checkpointer = new GatedSqliteSaver(database, gate);
+    const checkpointer = new GatedSqliteSaver(database, gate, { cache: options.checkpointCache });
     checkpointer.prepare();
     const context: SqlContext = {
       db: kysely,
