@@ -14,6 +14,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import { benchFiltering } from './filtering.bench.js';
 import { benchHistory } from './history.bench.js';
 import { benchTurns } from './turn.bench.js';
+import { benchEnvelope } from './envelope.bench.js';
+import { benchTimers } from './timers.bench.js';
 import type { Bench, BenchOptions, BenchRow } from './types.js';
 import { collectGarbage, enableGc, postgresProblem, round } from './util.js';
 
@@ -21,7 +23,8 @@ const GROUPS: Record<string, Bench> = {
   filtering: benchFiltering,
   history: benchHistory,
   turn: benchTurns,
-  envelope: benchEnvelopeIfAvailable,
+  envelope: benchEnvelope,
+  timers: benchTimers,
 };
 
 interface Flags {
@@ -94,35 +97,6 @@ async function main(): Promise<number> {
   return failed ? 1 : 0;
 }
 
-/** The envelope bench is written elsewhere; run it when it is there. */
-async function benchEnvelopeIfAvailable(options: BenchOptions): Promise<BenchRow[]> {
-  let module: Record<string, unknown>;
-  try {
-    // A computed specifier: this file must compile whether or not that one exists yet.
-    const specifier = new URL('./envelope.bench.js', import.meta.url).href;
-    module = (await import(specifier)) as Record<string, unknown>;
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    const missing = code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes('envelope.bench');
-    const note = missing ? 'bench/envelope.bench.ts does not exist yet' : `import failed: ${error instanceof Error ? error.message : String(error)}`;
-    console.log('envelope bench not available');
-    return [{ group: 'envelope', name: 'envelope bench not available', value: Number.NaN, unit: '', note }];
-  }
-  const benchEnvelope = module.benchEnvelope;
-  if (typeof benchEnvelope !== 'function') {
-    console.log('envelope bench not available');
-    return [{ group: 'envelope', name: 'envelope bench not available', value: Number.NaN, unit: '', note: 'bench/envelope.bench.ts exports no benchEnvelope function' }];
-  }
-  const result: unknown = await (benchEnvelope as (options: BenchOptions) => unknown)(options);
-  if (Array.isArray(result) && result.every(isRow)) return result.map((row) => ({ ...row, group: row.group || 'envelope' }));
-  return [{ group: 'envelope', name: 'benchEnvelope result (not rows)', value: Number.NaN, unit: '', note: JSON.stringify(result)?.slice(0, 500) ?? String(result) }];
-}
-
-function isRow(value: unknown): value is BenchRow {
-  if (value === null || typeof value !== 'object') return false;
-  const row = value as Record<string, unknown>;
-  return typeof row.name === 'string' && typeof row.value === 'number' && typeof row.unit === 'string';
-}
 
 // ---------- output ----------
 

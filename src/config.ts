@@ -56,6 +56,30 @@ export const configSchema = z
     VIGIL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
     VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+    VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
+    // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.
+    VIGIL_MCP_STDIO_COMMANDS: z
+      .string()
+      .transform((raw) => raw.split(',').map((part) => part.trim()).filter(Boolean))
+      .optional(),
+    VIGIL_SECRETS_KEY: z.string().min(32, 'must be at least 32 characters (e.g. openssl rand -base64 32)').optional(),
+    VIGIL_TELEGRAM_BOT_TOKEN: z.string().regex(/^\d{3,20}:[A-Za-z0-9_-]{20,}$/, 'must look like 123456789:AA… (from @BotFather)').optional(),
+    VIGIL_TELEGRAM_MODE: z.enum(['polling', 'webhook']).default('polling'),
+    // Telegram allows 1-256 of [A-Za-z0-9_-]; 16+ so that it cannot be guessed.
+    VIGIL_TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, 'must be 16 to 256 letters, digits, _ or -').optional(),
+    VIGIL_TELEGRAM_WEBHOOK_URL: z.string().url().optional(),
+    VIGIL_TELEGRAM_API_ROOT: z
+      .string()
+      .url()
+      .default('https://api.telegram.org')
+      .transform((url) => url.replace(/\/+$/, '')),
+    VIGIL_TELEGRAM_USER: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'must be a vigil user id').optional(),
+    VIGIL_TELEGRAM_AGENT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be an agent id').default('default'),
+    VIGIL_TELEGRAM_ALLOWED_CHATS: z
+      .string()
+      .regex(/^\s*-?\d{1,20}\s*(,\s*-?\d{1,20}\s*)*$/, 'must be a comma-separated list of chat ids')
+      .transform((raw) => new Set(raw.split(',').map((part) => Number(part.trim()))))
+      .optional(),
   })
   .superRefine((value, context) => {
     if (!value.VIGIL_AUTH_TOKENS?.size && !LOOPBACK_HOSTS.has(value.VIGIL_HOST)) {
@@ -71,6 +95,19 @@ export const configSchema = z
     }
     if (model?.startsWith('openai:') && !value.OPENAI_API_KEY && !value.OPENAI_BASE_URL) {
       context.addIssue({ code: 'custom', path: ['OPENAI_API_KEY'], message: 'is required when VIGIL_MODEL is openai:<model> (or set OPENAI_BASE_URL for a local server)' });
+    }
+    if (value.VIGIL_TELEGRAM_BOT_TOKEN !== undefined) {
+      if (value.VIGIL_TELEGRAM_MODE === 'webhook' && !value.VIGIL_TELEGRAM_WEBHOOK_SECRET) {
+        context.addIssue({ code: 'custom', path: ['VIGIL_TELEGRAM_WEBHOOK_SECRET'], message: 'is required when VIGIL_TELEGRAM_MODE is webhook' });
+      }
+      // Telegram threads belong to one vigil user, who must exist: a configured token's user, or the local user.
+      const users = new Set(value.VIGIL_AUTH_TOKENS?.values() ?? []);
+      const owner = value.VIGIL_TELEGRAM_USER ?? (users.size === 0 ? LOCAL_USER_ID : undefined);
+      if (owner === undefined) {
+        context.addIssue({ code: 'custom', path: ['VIGIL_TELEGRAM_USER'], message: 'is required with VIGIL_AUTH_TOKENS: the user who owns Telegram threads' });
+      } else if (users.size > 0 ? !users.has(owner) : owner !== LOCAL_USER_ID) {
+        context.addIssue({ code: 'custom', path: ['VIGIL_TELEGRAM_USER'], message: `"${owner}" is not a user of this server` });
+      }
     }
   });
 
@@ -93,6 +130,27 @@ export interface Config {
   readonly logLevel: Parsed['VIGIL_LOG_LEVEL'];
   readonly bodyLimit: number;
   readonly modelTimeoutMs: number;
+  /** How late a schedule fire may start before it counts as missed (its missed-run policy applies). */
+  readonly scheduleMissedGraceMs: number;
+  /** Commands a planner's stdio MCP server may be started with (exact match, `*` = any); empty = none. */
+  readonly mcpStdioCommands: readonly string[];
+  /** Encrypts stored secrets (hook secrets); unset = a key file in the data directory. */
+  readonly secretsKey: string | undefined;
+  /** The Telegram channel; undefined when no bot token is configured. */
+  readonly telegram: TelegramConfig | undefined;
+}
+
+export interface TelegramConfig {
+  readonly botToken: string;
+  readonly mode: 'polling' | 'webhook';
+  readonly webhookSecret: string | undefined;
+  readonly webhookUrl: string | undefined;
+  readonly apiRoot: string;
+  /** The vigil user who owns Telegram threads. */
+  readonly userId: string;
+  readonly agentId: string;
+  /** undefined = every chat may talk to the bot. */
+  readonly allowedChats: ReadonlySet<number> | undefined;
 }
 
 /** The user id of the single local user when no tokens are configured. */
@@ -129,6 +187,22 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     logLevel: value.VIGIL_LOG_LEVEL,
     bodyLimit: value.VIGIL_BODY_LIMIT,
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
+    scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
+    mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),
+    secretsKey: value.VIGIL_SECRETS_KEY,
+    telegram:
+      value.VIGIL_TELEGRAM_BOT_TOKEN === undefined
+        ? undefined
+        : Object.freeze({
+            botToken: value.VIGIL_TELEGRAM_BOT_TOKEN,
+            mode: value.VIGIL_TELEGRAM_MODE,
+            webhookSecret: value.VIGIL_TELEGRAM_WEBHOOK_SECRET,
+            webhookUrl: value.VIGIL_TELEGRAM_WEBHOOK_URL,
+            apiRoot: value.VIGIL_TELEGRAM_API_ROOT,
+            userId: value.VIGIL_TELEGRAM_USER ?? LOCAL_USER_ID,
+            agentId: value.VIGIL_TELEGRAM_AGENT,
+            allowedChats: value.VIGIL_TELEGRAM_ALLOWED_CHATS,
+          }),
   });
 }
 

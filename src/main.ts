@@ -13,8 +13,31 @@ import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
 import { openStorage } from './adapters/storage-factory.js';
+import { openJobQueue, openThreadLocks } from './adapters/jobs/job-queue-factory.js';
+import { SqlTimerRepository } from './adapters/sql/timer-repository.js';
+import { AutonomyService } from './app/autonomy/autonomy-service.js';
+import type { JobQueue } from './app/job-queue.js';
+import type { ThreadLockService } from './app/thread-lock.js';
+import { Bot } from 'grammy';
+import { HookService } from './app/webhooks/hook-service.js';
+import { SecretBox } from './app/webhooks/hook-secret-box.js';
+import { loadSecretKey } from './adapters/secrets/secret-key.js';
+import { SqlHookRepository } from './adapters/sql/hook-repository.js';
+import { SqlTelegramChatRepository } from './adapters/sql/telegram-chat-repository.js';
+import { TelegramChannel } from './channels/telegram/telegram-channel.js';
 import { Authenticator } from './http/auth.js';
 import { buildHttpServer } from './http/server.js';
+import { registerPlannerGraph } from './agent/planner/planner-graph.js';
+import { Overlord } from './agent/planner/overlord.js';
+import { McpClientPool } from './agent/tools/mcp-client-pool.js';
+import { PlannerToolboxFactory } from './agent/tools/planner-toolbox.js';
+import type { PlanHeartbeats } from './app/plans/plan-ports.js';
+import { PlanService } from './app/plans/plan-service.js';
+import { SqlPlanRepository } from './adapters/sql/plan-repository.js';
+import { SqlScheduleRepository } from './adapters/sql/schedule-repository.js';
+import { readFromStorage } from './adapters/sql/checkpoint-cache.js';
+import { ScheduleRunner } from './app/schedules/schedule-runner.js';
+import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -24,6 +47,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Pace of the demo model's streaming; a person likes to see tokens arrive. */
   demoTokenDelayMs?: number;
+  /** Test knobs: the embedded scheduler's claim lease, and model retries (count, first backoff). */
+  autonomy?: { jobLeaseMs?: number; modelRetries?: number; retryBackoffMs?: number };
 }
 
 export interface RunningServer {
@@ -31,7 +56,19 @@ export interface RunningServer {
   storage: Storage;
   logger: Logger;
   /** The use cases, for in-process callers (tests, future entry points). */
-  services: { conversations: ConversationService; agents: AgentService; memories: MemoryService };
+  services: {
+    conversations: ConversationService;
+    agents: AgentService;
+    memories: MemoryService;
+    hooks: HookService;
+    telegram: TelegramChannel | undefined;
+    autonomy: AutonomyService;
+    jobs: JobQueue;
+    plans: PlanService;
+    overlord: Overlord;
+    schedules: ScheduleService;
+    scheduleRunner: ScheduleRunner;
+  };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
   /** Stop accepting, let runs in flight end (cancelled), close the database. Idempotent. */
@@ -47,8 +84,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clock = options.clock ?? systemClock;
   const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, postgresSchema: config.databaseSchema, logger });
   let app: FastifyInstance | undefined;
+  let jobs: JobQueue | undefined;
+  let locks: ThreadLockService | undefined;
   try {
-    await checkMetadataIntegrity(storage.checkpointer, logger);
+    await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
     const models =
       options.models ??
       createModelFactory({
@@ -65,11 +104,92 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     const events = new InProcessEventBus(logger);
     const chatGraph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger });
-    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) } };
-    const coordinator = new RunCoordinator({ storage, graphs, events, clock, logger, defaultModel: config.model, modelLabel });
+    const planRepository = new SqlPlanRepository(storage.context);
+    const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
+    const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
+    // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
+    let overlord: Overlord | undefined;
+    const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
+    const plannerGraph = registerPlannerGraph({ checkpointer: storage.checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
+    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
+    const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
+    locks = await openThreadLocks(lockTarget);
+    const coordinator = new RunCoordinator({
+      storage,
+      graphs,
+      events,
+      clock,
+      logger,
+      defaultModel: config.model,
+      modelLabel,
+      locks,
+      ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
+      ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),
+    });
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
+    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs });
+    jobs = jobQueue;
+    const autonomy = new AutonomyService({ storage, timers: new SqlTimerRepository(storage.context), jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
+    await autonomy.attach();
+    const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });
+    const planOverlord = new Overlord({
+      jobs: jobQueue,
+      plans: planRepository,
+      threads: storage.threads,
+      agents: storage.agents,
+      runs: storage.runs,
+      models,
+      defaultModel: config.model,
+      runHeartbeat: (plan, heartbeat) => plans.runHeartbeat(plan, heartbeat),
+      isBusy: (threadId) => plans.isBusy(threadId),
+      clock,
+      logger,
+    });
+    overlord = planOverlord;
+    await planOverlord.start();
+    // The key that seals hook secrets is loaded (or its file created) on first use only.
+    let secretBox: Promise<SecretBox> | undefined;
+    const secrets = () =>
+      (secretBox ??= loadSecretKey({ configured: config.secretsKey, dataDir: config.dataDir, logger }).then(
+        (key) => new SecretBox(key),
+        (error: unknown) => {
+          secretBox = undefined; // a later delivery may try again
+          throw error;
+        },
+      ));
+    if (config.databaseUrl && config.secretsKey === undefined) {
+      logger.warn('VIGIL_SECRETS_KEY is not set: webhook secrets are sealed with a key file under VIGIL_DATA_DIR; instances sharing this database must share one key');
+    }
+    const scheduleRepository = new SqlScheduleRepository(storage.context);
+    const schedules = new ScheduleService(scheduleRepository, jobQueue, agents, conversations, clock, logger);
+    const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
+    await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
+    const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
+    const telegramConfig = config.telegram;
+    const telegram = telegramConfig
+      ? new TelegramChannel(
+          {
+            bot: new Bot(telegramConfig.botToken, { client: { apiRoot: telegramConfig.apiRoot } }),
+            store: new SqlTelegramChatRepository(storage.context),
+            storage,
+            conversations,
+            agents,
+            events,
+            clock,
+            logger,
+          },
+          {
+            mode: telegramConfig.mode,
+            userId: telegramConfig.userId,
+            agentId: telegramConfig.agentId,
+            webhookSecret: telegramConfig.webhookSecret,
+            webhookUrl: telegramConfig.webhookUrl,
+            allowedChats: telegramConfig.allowedChats,
+          },
+        )
+      : undefined;
 
     app = await buildHttpServer({
       logger,
@@ -83,29 +203,50 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       model: { spec: config.model, label: modelLabel(config.model), demo },
       storageKind: storage.kind,
       withLogContext: bundle.withLogContext,
+      autonomy,
+      hooks,
+      plans,
+      schedules,
+      ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret
+        ? { telegramWebhook: { secret: telegramConfig.webhookSecret, receive: (update: unknown) => telegram.receiveWebhookUpdate(update) } }
+        : {}),
     });
     const address = await app.listen({ host: config.host, port: config.port });
+    // Timers (and schedule fires) that came due while no server ran are delivered now.
+    await schedules.recover();
+    await jobQueue.start();
+    await autonomy.start(); // its safety sweep: timers whose job went missing
+    void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
     logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
 
     let closing: Promise<void> | undefined;
     const running = app;
+    const lockService = locks;
     return {
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner },
       url: address,
       close: () =>
         (closing ??= (async () => {
           logger.info('stopping');
-          await coordinator.drain();
+          await telegram?.stopReceiving();
+          autonomy.stop();
+          // Runs in flight end (cancelled); the job queue stops taking jobs and waits for its handlers.
+          await Promise.all([coordinator.drain(), jobQueue.stop()]);
+          await mcp.close();
+          await Promise.all([hooks.drain(), telegram?.stop()]);
           await running.close();
+          await lockService.close();
           await storage.close();
           logger.info('stopped');
         })()),
     };
   } catch (error) {
     await app?.close().catch(() => undefined);
+    await jobs?.stop().catch(() => undefined);
+    await locks?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;
   }

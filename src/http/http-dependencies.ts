@@ -1,9 +1,14 @@
 import type { Logger } from 'pino';
 import type { AgentService } from '../app/agent-service.js';
+import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
 import type { MemoryService } from '../app/memory-service.js';
+import type { HookService } from '../app/webhooks/hook-service.js';
+import type { PlanService } from '../app/plans/plan-service.js';
+import type { ScheduleService } from '../app/schedules/schedule-service.js';
 import type { EventBus } from '../app/ports.js';
 import type { Authenticator } from './auth.js';
+import type { TelegramWebhookReceiver } from './routes/channel-routes.js';
 
 /** What the HTTP layer is given by the composition root. */
 export interface HttpDependencies {
@@ -21,10 +26,24 @@ export interface HttpDependencies {
   storageKind: 'sqlite' | 'postgres';
   /** Runs each request inside a log context, so app-layer log lines carry its id. */
   withLogContext: <T>(fields: Record<string, string>, work: () => T) => T;
+  /** Idle follow-ups: policies and a thread's timers. */
+  autonomy?: AutonomyService;
+  /** Signed webhooks: management routes and the delivery route. */
+  hooks?: HookService;
+  /** Planner agents: plans, resume, tools and planner settings. */
+  plans?: PlanService;
+  /** Cron and one-shot schedules. */
+  schedules?: ScheduleService;
+  /** The Telegram channel in webhook mode: its update route exists only then. */
+  telegramWebhook?: TelegramWebhookReceiver;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     userId: string;
+  }
+  interface FastifyContextConfig {
+    /** A route that authenticates itself (a signature, a channel's secret): no bearer token. */
+    public?: boolean;
   }
 }

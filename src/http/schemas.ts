@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
+import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 
 /**
@@ -30,6 +31,8 @@ export const createAgentBody = z
     kind: z.enum(['chat', 'planner']).default('chat'),
     systemPrompt: z.string().max(20_000).default('You are a helpful assistant. Answer clearly and briefly.'),
     model: modelSpec.nullable().default(null),
+    /** The agent's autonomy policy (idle follow-ups); off when omitted. */
+    autonomy: autonomyPolicySchema.optional(),
   })
   .strict();
 export const agentParams = z.object({ agentId: idParam }).strict();

@@ -7,7 +7,12 @@ import { z } from 'zod';
 import type { HttpDependencies } from './http-dependencies.js';
 import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
 import { agentRoutes } from './routes/agent-routes.js';
+import { autonomyRoutes } from './routes/autonomy-routes.js';
+import { channelRoutes } from './routes/channel-routes.js';
+import { hookRoutes } from './routes/hook-routes.js';
+import { planRoutes } from './routes/plan-routes.js';
 import { threadRoutes } from './routes/thread-routes.js';
+import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json']);
@@ -47,7 +52,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     reply.header('x-request-id', request.id);
     deps.withLogContext({ requestId: request.id }, () => {
       const path = request.url.split('?')[0] ?? '';
-      if (PUBLIC_PATHS.has(path)) return done();
+      if (PUBLIC_PATHS.has(path) || request.routeOptions.config?.public === true) return done();
       try {
         const token = new URLSearchParams(request.url.split('?')[1] ?? '').get('token') ?? undefined;
         // Browsers cannot set headers on a WebSocket: it may pass ?token= instead.
@@ -73,6 +78,11 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
 
   await app.register(agentRoutes(deps));
   await app.register(threadRoutes(deps));
+  if (deps.autonomy) await app.register(autonomyRoutes(deps.autonomy));
+  if (deps.hooks) await app.register(hookRoutes(deps.hooks));
+  if (deps.plans) await app.register(planRoutes(deps.plans, deps));
+  if (deps.schedules) await app.register(scheduleRoutes(deps.schedules));
+  if (deps.telegramWebhook) await app.register(channelRoutes(deps.telegramWebhook));
   registerWebSocket(app, deps);
   return app;
 }

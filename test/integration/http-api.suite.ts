@@ -411,9 +411,9 @@ export function httpApiSuite(backend: () => Backend): void {
   });
 }
 
-export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const start = Date.now();
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() - start > timeoutMs) throw new Error('timed out waiting for a condition');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

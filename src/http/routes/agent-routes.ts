@@ -6,7 +6,8 @@ import { agentDto, agentParams, createAgentBody, createMemoryBody, errorBody, li
 export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
   return async (app) => {
     app.post('/api/agents', { schema: { tags: ['agents'], body: createAgentBody, response: { 201: agentDto, 400: errorBody, 409: errorBody } } }, async (request, reply) => {
-      const agent = await deps.agents.create(request.userId, { ...request.body, settings: {} });
+      const { autonomy, ...fields } = request.body;
+      const agent = await deps.agents.create(request.userId, { ...fields, settings: autonomy ? { autonomy } : {} });
       return reply.status(201).send(toAgentDto(agent));
     });
 

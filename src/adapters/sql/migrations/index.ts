@@ -3,8 +3,12 @@
  * Append only: never edit or reorder an applied migration; add a new version instead.
  */
 import { coreMigration } from './0001-core.js';
+import { timersMigration } from './0002-timers.js';
+import { hooksChannelsMigration } from './0003-hooks-channels.js';
+import { plansMigration } from './0004-plans.js';
+import { schedulesMigration } from './0005-schedules.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration];
