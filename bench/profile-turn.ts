@@ -115,7 +115,7 @@ function areaOf(url: string, functionName: string): string {
 }
 
 function shortUrl(url: string): string {
-  return url.replace(/^file:\/\//, '').replace(/.*node_modules\//, '').replace('/work/main/', '');
+  return url.replace(/^file:\/\//, '').replace(/.*node_modules\//, '').replace(`${process.cwd()}/`, '');
 }
 
 await main();
