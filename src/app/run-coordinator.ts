@@ -236,6 +236,9 @@ export class RunCoordinator {
       };
       // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
       const task = input === null ? null : withId(toTaskMessage(input));
+      // Most steps add no message (memory recall, planner bookkeeping): only a state whose
+      // message list grew needs the projection read and written.
+      let projectedLength = -1;
       for (;;) {
         attempts += 1;
         try {
@@ -243,7 +246,10 @@ export class RunCoordinator {
           for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
             if (mode === 'values') {
               lastValues = chunk;
-              projected.push(...(await this.project(context, messagesOf(chunk), run.id)));
+              const messages = messagesOf(chunk);
+              if (messages.length === projectedLength) continue;
+              projected.push(...(await this.project(context, messages, run.id)));
+              projectedLength = messages.length;
             } else if (mode === 'messages') {
               const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
               if (!registered.replyNodes.has(String(metadata?.langgraph_node))) continue;

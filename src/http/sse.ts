@@ -1,7 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { VigilEvent } from '../domain/events.js';
+import type { RunOutcome } from '../app/run-coordinator.js';
 import type { HttpDependencies } from './http-dependencies.js';
 import { toVigilError } from './errors.js';
+import { toMessageDto, toRunDto } from './schemas.js';
 
 export function wantsEventStream(request: FastifyRequest): boolean {
   return (request.headers.accept ?? '').includes('text/event-stream');
@@ -56,4 +58,23 @@ export async function streamRunAsSse(
     unsubscribe();
     if (open) raw.end();
   }
+}
+
+/**
+ * Answer a request that starts a run: as server-sent events when the client accepts
+ * them, else as JSON once the run ends (the run and the messages a person may see).
+ */
+export async function answerRun(
+  deps: HttpDependencies,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  target: { threadId: string; runId: string },
+  start: () => Promise<RunOutcome>,
+) {
+  if (wantsEventStream(request)) return streamRunAsSse(deps, request, reply, target, start);
+  const outcome = await start();
+  return {
+    run: toRunDto(outcome.run),
+    messages: outcome.messages.filter((message) => message.visibility === 'user').map((message) => toMessageDto(message, false)),
+  };
 }

@@ -20,7 +20,7 @@ export function schedulesSuite(backend: () => Backend): void {
     return (await target.request('GET', `/api/schedules/${id}/fires`)).body.fires as Array<{ status: string; reason: string | null; runId: string | null; threadId: string | null; scheduledFor: string }>;
   }
 
-  it('creates, lists, updates and deletes schedules; refuses bad timing; another user gets 404', async () => {
+  it('I11, I12: creates, lists, updates and deletes schedules; refuses bad timing; another user gets 404', async () => {
     const bad = await server.request('POST', '/api/schedules', { body: { name: 'x', task: 't', timing: { kind: 'cron', cron: '0 9 * * *', timezone: 'Mars/Base' } } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('VALIDATION_FAILED');

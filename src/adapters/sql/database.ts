@@ -10,8 +10,9 @@ import type { ColumnType, Kysely, Transaction } from 'kysely';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
 
-type Timestamp = ColumnType<Date | string, string, string>;
-type NullableTimestamp = ColumnType<Date | string | null, string | null, string | null>;
+/** Written as ISO text; read back as text (SQLite) or a Date (pg). Shared by every table type. */
+export type Timestamp = ColumnType<Date | string, string, string>;
+export type NullableTimestamp = ColumnType<Date | string | null, string | null, string | null>;
 /** JSON encoded as text: what we write, and what both backends hand back. */
 type JsonText = string;
 

@@ -2,9 +2,7 @@
  * Kysely types of the webhook tables (migration 0003), for `db.withTables<HookTables>()`.
  * Type aliases, not interfaces: withTables wants types with an implicit index signature.
  */
-import type { ColumnType } from 'kysely';
-
-type Timestamp = ColumnType<Date | string, string, string>;
+import type { Timestamp } from './database.js';
 
 export type HooksTable = {
   id: string;

@@ -18,11 +18,8 @@ import type {
   ToolCallStatus,
 } from '../../app/plans/plan-ports.js';
 import { tacticalStepStateSchema } from '../../domain/planner/planner-state.js';
-import type { SqlContext } from './database.js';
+import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
-
-type Timestamp = import('kysely').ColumnType<Date | string, string, string>;
-type NullableTimestamp = import('kysely').ColumnType<Date | string | null, string | null, string | null>;
 
 interface PlansTable {
   id: string;

@@ -3,11 +3,8 @@ import type { FireRecord, FireStatus, ScheduleRecord, ScheduleRepository, Schedu
 import type { Iso } from '../../app/ports.js';
 import type { MissedPolicy } from '../../domain/schedules/missed-policy.js';
 import { scheduleTimingSchema } from '../../domain/schedules/schedule-timing.js';
-import type { SqlContext } from './database.js';
+import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJson, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
-
-type Timestamp = import('kysely').ColumnType<Date | string, string, string>;
-type NullableTimestamp = import('kysely').ColumnType<Date | string | null, string | null, string | null>;
 
 interface SchedulesTable {
   id: string;

@@ -4,8 +4,8 @@
  * converts them (they fit in 52 bits, so a JavaScript number holds them exactly).
  */
 import type { ColumnType } from 'kysely';
+import type { Timestamp } from './database.js';
 
-type Timestamp = ColumnType<Date | string, string, string>;
 type TelegramId = ColumnType<number | string, number, number>;
 
 export type TelegramChatsTable = {

@@ -2,10 +2,7 @@
  * Kysely types of the autonomy tables (migration 0002), for `db.withTables<TimerTables>()`.
  * Timestamps as in database.ts: ISO text written, text (SQLite) or Date (pg) read.
  */
-import type { ColumnType } from 'kysely';
-
-type Timestamp = ColumnType<Date | string, string, string>;
-type NullableTimestamp = ColumnType<Date | string | null, string | null, string | null>;
+import type { NullableTimestamp, Timestamp } from './database.js';
 
 export interface TimersTable {
   id: string;

@@ -5,8 +5,8 @@ import type { PlanRecord, ToolCallRecord } from '../../app/plans/plan-ports.js';
 import type { PlanService } from '../../app/plans/plan-service.js';
 import { plannerSettingsSchema } from '../../domain/planner/planner-settings.js';
 import type { HttpDependencies } from '../http-dependencies.js';
-import { agentParams, errorBody, idParam, messageDto, runDto, threadParams, toMessageDto, toRunDto } from '../schemas.js';
-import { streamRunAsSse, wantsEventStream } from '../sse.js';
+import { agentParams, errorBody, idParam, messageDto, runDto, threadParams } from '../schemas.js';
+import { answerRun, wantsEventStream } from '../sse.js';
 
 const planParams = z.object({ planId: idParam }).strict();
 const listPlansQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }).strict();
@@ -150,15 +150,9 @@ export function planRoutes(plans: PlanService, deps: HttpDependencies): FastifyP
         const plan = await plans.get(userId, planId); // a plain 404 before any streaming starts
         const runId = randomUUID();
         const resume = () => plans.resume(userId, planId, { runId, correlationId: request.id });
-        if (wantsEventStream(request)) {
-          await plans.assertResumable(userId, planId);
-          return streamRunAsSse(deps, request, reply, { threadId: plan.threadId, runId }, resume);
-        }
-        const outcome = await resume();
-        return {
-          run: toRunDto(outcome.run),
-          messages: outcome.messages.filter((message) => message.visibility === 'user').map((message) => toMessageDto(message, false)),
-        };
+        // A stream starts with 200: refuse a plan that cannot resume before it does.
+        if (wantsEventStream(request)) await plans.assertResumable(userId, planId);
+        return answerRun(deps, request, reply, { threadId: plan.threadId, runId }, resume);
       },
     );
 

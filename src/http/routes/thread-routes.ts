@@ -18,7 +18,7 @@ import {
   toRunDto,
   toThreadDto,
 } from '../schemas.js';
-import { streamRunAsSse, wantsEventStream } from '../sse.js';
+import { answerRun } from '../sse.js';
 
 export function threadRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
   return async (app) => {
@@ -77,12 +77,7 @@ export function threadRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
         const runId = randomUUID();
         const correlationId = request.id;
         const send = () => deps.conversations.sendMessage(userId, threadId, request.body.content, { runId, correlationId });
-        if (wantsEventStream(request)) return streamRunAsSse(deps, request, reply, { threadId, runId }, send);
-        const outcome = await send();
-        return {
-          run: toRunDto(outcome.run),
-          messages: outcome.messages.filter((message) => message.visibility === 'user').map((message) => toMessageDto(message, false)),
-        };
+        return answerRun(deps, request, reply, { threadId, runId }, send);
       },
     );
 
