@@ -7,7 +7,7 @@ import { ENVELOPE_KWARG, envelopeMessageFields, newRunNonce, systemPromptRule } 
 import { syntheticMetadata, TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { RecordingModel } from '../helpers/recording-model.js';
 import { ALICE, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
-import { waitFor } from './http-api.suite.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * Run metadata end to end through the server: the forging corpus sent as real user

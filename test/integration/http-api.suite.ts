@@ -3,6 +3,7 @@ import { HumanMessage } from '@langchain/core/messages';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
 import { syntheticMetadata, TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { ALICE, BOB, parseSse, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /** The HTTP API, run against each storage backend by the *.test.ts files beside this one. */
 export function httpApiSuite(backend: () => Backend): void {
@@ -409,12 +410,4 @@ export function httpApiSuite(backend: () => Backend): void {
       }
     });
   });
-}
-
-export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const start = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting for a condition');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }

@@ -8,7 +8,7 @@ import { syntheticMetadata, TRIGGER_PROMPTS } from '../../src/domain/message-met
 import { FakeTelegram } from '../helpers/fake-telegram.js';
 import { RecordingModel } from '../helpers/recording-model.js';
 import { ALICE, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
-import { waitFor } from './http-api.suite.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const TOKEN = '7000000001:AAFakeTokenForTests_0123456789abcdefghij';
 const WEBHOOK_SECRET = 'telegram-webhook-secret-0123456789';
