@@ -12,7 +12,9 @@ import { RunCoordinator } from './app/run-coordinator.js';
 import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
-import { openStorage } from './adapters/storage-factory.js';
+import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
+import { MIGRATIONS } from './adapters/sql/migrations/index.js';
+import { join } from 'node:path';
 import { openJobQueue, openThreadLocks } from './adapters/jobs/job-queue-factory.js';
 import { SqlTimerRepository } from './adapters/sql/timer-repository.js';
 import { AutonomyService } from './app/autonomy/autonomy-service.js';
@@ -88,15 +90,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let locks: ThreadLockService | undefined;
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
-    const models =
-      options.models ??
-      createModelFactory({
-        openaiApiKey: config.openaiApiKey,
-        openaiBaseUrl: config.openaiBaseUrl,
-        anthropicApiKey: config.anthropicApiKey,
-        timeoutMs: config.modelTimeoutMs,
-        demoTokenDelayMs: options.demoTokenDelayMs ?? 0,
-      });
+    const models = options.models ?? buildModels(config, options.demoTokenDelayMs ?? 0);
     models(config.model); // fail at start-up, not at the first message, on a bad model setting
     const demo = config.model === 'demo';
     if (demo) logger.warn({ model: modelLabel('demo') }, 'No model configured (VIGIL_MODEL): the offline DEMO model answers. Its replies are canned and labelled as demo.');
@@ -249,5 +243,45 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await locks?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;
+  }
+}
+
+/** The model resolver for these settings (the server, and `vigil doctor`'s test call). */
+export function buildModels(config: Config, demoTokenDelayMs = 0): ChatModelResolver {
+  return createModelFactory({
+    openaiApiKey: config.openaiApiKey,
+    openaiBaseUrl: config.openaiBaseUrl,
+    anthropicApiKey: config.anthropicApiKey,
+    timeoutMs: config.modelTimeoutMs,
+    demoTokenDelayMs,
+  });
+}
+
+export interface DatabaseStatus {
+  kind: Storage['kind'];
+  /** Where: the SQLite file, or the PostgreSQL schema (never the URL: it may hold a password). */
+  location: string;
+  /** Applied migrations, oldest first. */
+  migrations: { version: number; name: string; appliedAt: string }[];
+  /** Migrations this build knows. */
+  known: number;
+}
+
+/**
+ * Open the configured database, bring its schema up to date (as the server does at
+ * start), report its migrations, and close it: `vigil migrate` and `vigil doctor`.
+ */
+export async function migrateDatabase(config: Config, logger: Logger): Promise<DatabaseStatus> {
+  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, postgresSchema: config.databaseSchema, logger });
+  try {
+    const rows = await storage.context.db.selectFrom('vigil_migrations').select(['version', 'name', 'applied_at']).orderBy('version').execute();
+    return {
+      kind: storage.kind,
+      location: storage.kind === 'sqlite' ? join(config.dataDir, SQLITE_FILE_NAME) : `schema ${config.databaseSchema}`,
+      migrations: rows.map((row) => ({ version: Number(row.version), name: row.name, appliedAt: String(row.applied_at) })),
+      known: MIGRATIONS.length,
+    };
+  } finally {
+    await storage.close();
   }
 }

@@ -27,6 +27,8 @@ export const runEndEventSchema = z.object({
   reason: z.string().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
+/** A WebSocket subscription is in place: every later event of the thread reaches this client. */
+export const threadSubscribedEventSchema = z.object({ type: z.literal('thread.subscribed'), threadId: z.string(), at: z.string() });
 export const errorEventSchema = z.object({
   type: z.literal('error'),
   threadId: z.string().optional(),
@@ -74,6 +76,7 @@ export const vigilEventSchema = z.discriminatedUnion('type', [
   messageEndEventSchema,
   runEndEventSchema,
   errorEventSchema,
+  threadSubscribedEventSchema,
   timerScheduleEventSchema,
   timerFireEventSchema,
   timerCancelEventSchema,

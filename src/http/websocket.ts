@@ -75,6 +75,8 @@ class Connection {
       case 'thread.subscribe':
         await this.deps.conversations.getThread(this.userId, frame.threadId); // I12: 404 for others' threads
         this.subscribe(frame.threadId);
+        // The acknowledgement: a client (or a test) knows no later event can be missed.
+        this.send({ type: 'thread.subscribed', threadId: frame.threadId, at: new Date().toISOString() });
         return;
       case 'thread.unsubscribe':
         this.subscriptions.get(frame.threadId)?.();
