@@ -39,6 +39,9 @@ import { SqlPlanRepository } from './adapters/sql/plan-repository.js';
 import { SqlScheduleRepository } from './adapters/sql/schedule-repository.js';
 import { readFromStorage } from './adapters/sql/checkpoint-cache.js';
 import { ScheduleRunner } from './app/schedules/schedule-runner.js';
+import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
+import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
+import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
 
 export interface StartOptions {
@@ -88,23 +91,31 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let app: FastifyInstance | undefined;
   let jobs: JobQueue | undefined;
   let locks: ThreadLockService | undefined;
+  let metricsServer: MetricsServer | undefined;
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
-    const models = options.models ?? buildModels(config, options.demoTokenDelayMs ?? 0);
+    const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
+    const models = observeModels(options.models ?? buildModels(config, options.demoTokenDelayMs ?? 0), metrics);
     models(config.model); // fail at start-up, not at the first message, on a bad model setting
     const demo = config.model === 'demo';
     if (demo) logger.warn({ model: modelLabel('demo') }, 'No model configured (VIGIL_MODEL): the offline DEMO model answers. Its replies are canned and labelled as demo.');
     else logger.info({ model: config.model }, 'model configured');
 
     const events = new InProcessEventBus(logger);
-    const chatGraph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger });
+    events.observe((event) => {
+      const decision = autonomyDecisionOf(event);
+      if (decision) metrics.autonomyDecision(decision);
+      if (event.type === 'timer.fire' && event.dueAt) metrics.timerLag((Date.parse(event.at) - Date.parse(event.dueAt)) / 1000);
+    });
+    const checkpointer = measureCheckpointWrites(storage.checkpointer, metrics);
+    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger });
     const planRepository = new SqlPlanRepository(storage.context);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
-    const plannerGraph = registerPlannerGraph({ checkpointer: storage.checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
+    const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
@@ -119,6 +130,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       locks,
       ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
       ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),
+    });
+    coordinator.onRunEnd(async ({ outcome }) => {
+      const { run } = outcome;
+      if (run.endedAt) metrics.runEnded({ trigger: run.trigger, status: run.status, seconds: (Date.parse(run.endedAt) - Date.parse(run.startedAt)) / 1000 });
     });
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
@@ -201,11 +216,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       hooks,
       plans,
       schedules,
+      metrics,
+      ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
       ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret
         ? { telegramWebhook: { secret: telegramConfig.webhookSecret, receive: (update: unknown) => telegram.receiveWebhookUpdate(update) } }
         : {}),
     });
     const address = await app.listen({ host: config.host, port: config.port });
+    if (config.metricsPort !== undefined) {
+      metricsServer = await serveMetrics(metrics, config.host, config.metricsPort);
+      logger.info({ address: metricsServer.url }, 'metrics on a port of their own');
+    }
     // Timers (and schedule fires) that came due while no server ran are delivered now.
     await schedules.recover();
     await jobQueue.start();
@@ -232,6 +253,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await mcp.close();
           await Promise.all([hooks.drain(), telegram?.stop()]);
           await running.close();
+          await metricsServer?.close();
           await lockService.close();
           await storage.close();
           logger.info('stopped');
@@ -239,6 +261,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     };
   } catch (error) {
     await app?.close().catch(() => undefined);
+    await metricsServer?.close().catch(() => undefined);
     await jobs?.stop().catch(() => undefined);
     await locks?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);

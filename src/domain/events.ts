@@ -41,7 +41,7 @@ export const errorEventSchema = z.object({
 // ---------- autonomy: follow-up timers ----------
 const timerBase = { threadId: z.string(), timerId: z.string(), at: z.string() };
 export const timerScheduleEventSchema = z.object({ type: z.literal('timer.schedule'), ...timerBase, dueAt: z.string(), triggerType: z.string(), reason: z.string().optional() });
-export const timerFireEventSchema = z.object({ type: z.literal('timer.fire'), ...timerBase, runId: z.string().optional(), triggerType: z.string() });
+export const timerFireEventSchema = z.object({ type: z.literal('timer.fire'), ...timerBase, dueAt: z.string().optional(), runId: z.string().optional(), triggerType: z.string() });
 export const timerCancelEventSchema = z.object({ type: z.literal('timer.cancel'), ...timerBase, reason: z.string() });
 
 // ---------- planner progress ----------

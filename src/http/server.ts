@@ -75,6 +75,21 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
   );
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  const metrics = deps.metrics;
+  if (metrics) {
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, never the raw URL: ids in paths would make labels grow without bound.
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpRequest({ method: request.method, route, status: reply.statusCode, seconds: reply.elapsedTime / 1000 });
+    });
+  }
+  const exposition = deps.metricsExposition;
+  if (exposition) {
+    app.get('/metrics', { schema: { tags: ['health'], summary: 'Prometheus metrics (protected like the API when auth is on)', hide: true } }, async (_request, reply) => {
+      const { contentType, body } = await exposition();
+      return reply.type(contentType).send(body);
+    });
+  }
 
   await app.register(agentRoutes(deps));
   await app.register(threadRoutes(deps));

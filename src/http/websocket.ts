@@ -32,10 +32,12 @@ class Connection {
   constructor(private readonly socket: WebSocket, private readonly request: FastifyRequest, private readonly deps: HttpDependencies) {}
 
   start(): void {
+    const streamClosed = this.deps.metrics?.streamOpened('websocket');
     this.socket.on('message', (data, isBinary) => {
       void this.onFrame(data as Buffer, isBinary);
     });
     this.socket.on('close', () => {
+      streamClosed?.();
       for (const unsubscribe of this.subscriptions.values()) unsubscribe();
       this.subscriptions.clear();
     });
