@@ -245,14 +245,19 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       url: address,
       close: () =>
         (closing ??= (async () => {
-          logger.info('stopping');
+          logger.info({ graceMs: config.shutdownTimeoutMs }, 'stopping');
+          // Stop accepting first: new requests get 503, the listening socket closes; the
+          // close completes once open streams (which end with their runs) are done.
+          const httpClosed = running.close();
           await telegram?.stopReceiving();
           autonomy.stop();
-          // Runs in flight end (cancelled); the job queue stops taking jobs and waits for its handlers.
-          await Promise.all([coordinator.drain(), jobQueue.stop()]);
+          // Runs in flight get the grace period to finish, then are cancelled (run.end says
+          // why, which ends their streams); the job queue stops taking jobs and waits for its
+          // handlers, so a timer it had not started stays pending for the next start.
+          await Promise.all([coordinator.drain(config.shutdownTimeoutMs), jobQueue.stop()]);
           await mcp.close();
           await Promise.all([hooks.drain(), telegram?.stop()]);
-          await running.close();
+          await httpClosed;
           await metricsServer?.close();
           await lockService.close();
           await storage.close();

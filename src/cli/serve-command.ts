@@ -12,9 +12,13 @@ export async function serve(): Promise<void> {
   const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25) });
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: the operator will not wait for the grace period.
+      server.logger.warn({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
     stopping = true;
-    server.logger.info({ signal }, 'signal received');
+    server.logger.info({ signal }, 'signal received; stopping gracefully (send it again to exit at once)');
     server.close().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -46,7 +46,16 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
     transform: jsonSchemaTransform,
   });
-  await app.register(fastifyWebsocket, { options: { maxPayload: 1024 * 1024 } });
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: 1024 * 1024 },
+    // On a graceful stop, tell each client why its socket closes (1001: going away), so it
+    // reconnects (to another instance, or to this one once it is back).
+    preClose(done) {
+      for (const client of this.websocketServer.clients) client.close(1001, 'the server is stopping');
+      this.websocketServer.close();
+      done();
+    },
+  });
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
