@@ -42,6 +42,8 @@ import { ScheduleRunner } from './app/schedules/schedule-runner.js';
 import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
 import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
 import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
+import { RetentionJob } from './app/retention.js';
+import { SqlRetentionRepository } from './adapters/sql/retention-repository.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
 
 export interface StartOptions {
@@ -73,6 +75,7 @@ export interface RunningServer {
     overlord: Overlord;
     schedules: ScheduleService;
     scheduleRunner: ScheduleRunner;
+    retention: RetentionJob;
   };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
@@ -175,6 +178,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const schedules = new ScheduleService(scheduleRepository, jobQueue, agents, conversations, clock, logger);
     const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
+    const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
@@ -232,6 +236,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await jobQueue.start();
     await autonomy.start(); // its safety sweep: timers whose job went missing
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
+    retention.start();
     logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
 
     let closing: Promise<void> | undefined;
@@ -241,7 +246,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention },
       url: address,
       close: () =>
         (closing ??= (async () => {
@@ -251,6 +256,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           const httpClosed = running.close();
           await telegram?.stopReceiving();
           autonomy.stop();
+          await retention.stop();
           // Runs in flight get the grace period to finish, then are cancelled (run.end says
           // why, which ends their streams); the job queue stops taking jobs and waits for its
           // handlers, so a timer it had not started stays pending for the next start.
