@@ -46,6 +46,11 @@ export function runConfig(settings: RunSettings, signal?: AbortSignal): Runnable
   if (vigil.meta === undefined) delete vigil.meta;
   return {
     configurable: { thread_id: settings.threadId, vigil },
+    // What a tracer (LangSmith with LANGSMITH_TRACING=true, or any LangChain callback) shows
+    // for the run and every model call in it, so a trace links to vigil's run record.
+    runName: `vigil ${settings.trigger} run`,
+    tags: ['vigil', `trigger:${settings.trigger}`, `agent:${settings.agentId}`],
+    metadata: { vigil_run_id: settings.runId, thread_id: settings.threadId, agent_id: settings.agentId, trigger: settings.trigger },
     ...(signal ? { signal } : {}),
   };
 }
