@@ -56,6 +56,8 @@ export interface StartOptions {
   demoTokenDelayMs?: number;
   /** Test knobs: the embedded scheduler's claim lease, and model retries (count, first backoff). */
   autonomy?: { jobLeaseMs?: number; modelRetries?: number; retryBackoffMs?: number };
+  /** Strict mode (tests): told of every response whose status the API document does not declare. */
+  onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
 }
 
 export interface RunningServer {
@@ -221,6 +223,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       plans,
       schedules,
       metrics,
+      ...(options.onUndocumentedResponse ? { onUndocumentedResponse: options.onUndocumentedResponse } : {}),
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
       ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret
         ? { telegramWebhook: { secret: telegramConfig.webhookSecret, receive: (update: unknown) => telegram.receiveWebhookUpdate(update) } }

@@ -40,6 +40,8 @@ export interface HttpDependencies {
   /** Operators' metrics; `/metrics` is served when `exposition` is given (and not on a port of its own). */
   metrics?: Metrics;
   metricsExposition?: () => Promise<{ contentType: string; body: string }>;
+  /** Strict mode (tests): told of every response whose status the API document does not declare. */
+  onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
 }
 
 declare module 'fastify' {

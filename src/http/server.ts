@@ -1,6 +1,9 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifyWebsocket from '@fastify/websocket';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import { completeOpenApiDocument } from './openapi-document.js';
+import { documentedStatuses, operationKey } from './openapi-operations.js';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -16,6 +19,8 @@ import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json']);
+/** The API reference is public, like the document it renders. */
+const isPublicPath = (path: string) => PUBLIC_PATHS.has(path) || path === '/docs' || path.startsWith('/docs/');
 
 /** The Fastify application: routes, zod schemas, auth, errors, WebSocket. Not listening yet. */
 export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyInstance> {
@@ -45,7 +50,10 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
+    transformObject: (documentObject) => completeOpenApiDocument('openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject),
   });
+  // The interactive reference, served from the package's own assets (no CDN).
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true }, staticCSP: true });
   await app.register(fastifyWebsocket, {
     options: { maxPayload: 1024 * 1024 },
     // On a graceful stop, tell each client why its socket closes (1001: going away), so it
@@ -61,7 +69,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     reply.header('x-request-id', request.id);
     deps.withLogContext({ requestId: request.id }, () => {
       const path = request.url.split('?')[0] ?? '';
-      if (PUBLIC_PATHS.has(path) || request.routeOptions.config?.public === true) return done();
+      if (isPublicPath(path) || request.routeOptions.config?.public === true) return done();
       try {
         const token = new URLSearchParams(request.url.split('?')[1] ?? '').get('token') ?? undefined;
         // Browsers cannot set headers on a WebSocket: it may pass ?token= instead.
@@ -84,6 +92,19 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
   );
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  const undocumented = deps.onUndocumentedResponse;
+  if (undocumented) {
+    // Strict mode (tests): a status the API document does not declare for the route is reported.
+    app.addHook('onResponse', async (request, reply) => {
+      const schema = request.routeOptions.schema as { hide?: boolean; body?: unknown; params?: unknown; querystring?: unknown; response?: Record<string, unknown> } | undefined;
+      const url = request.routeOptions.url;
+      if (!url || !schema || schema.hide || url.startsWith('/docs')) return;
+      const key = operationKey(request.method, url);
+      const declared = Object.keys(schema.response ?? {}).map(Number);
+      const statuses = documentedStatuses({ key, declared, hasBody: schema.body !== undefined, hasParams: schema.params !== undefined, hasQuery: schema.querystring !== undefined });
+      if (!statuses.includes(reply.statusCode)) undocumented({ operation: key, status: reply.statusCode, documented: statuses });
+    });
+  }
   const metrics = deps.metrics;
   if (metrics) {
     app.addHook('onResponse', async (request, reply) => {

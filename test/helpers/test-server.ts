@@ -6,8 +6,16 @@ import { dropSchema, randomSchemaName } from './postgres.js';
 
 export type Backend = { kind: 'sqlite' } | { kind: 'postgres'; url: string };
 
+export interface UndocumentedResponse {
+  operation: string;
+  status: number;
+  documented: number[];
+}
+
 export interface TestServer extends RunningServer {
   logs: LogLine[];
+  /** Responses whose status the API document does not declare for their route (should stay empty). */
+  undocumented: UndocumentedResponse[];
   /** Start a fresh server process-equivalent on the same database (a restart). */
   restart(): Promise<TestServer>;
   /** Close and remove the database. */
@@ -35,12 +43,15 @@ export async function startTestServer(
     VIGIL_DATA_DIR: place.dataDir,
     VIGIL_AUTH_TOKENS: `${ALICE.id}:${ALICE.token},${BOB.id}:${BOB.token}`,
     VIGIL_LOG_LEVEL: 'debug',
+    // Tests stop servers at once (runs in flight are cancelled); the grace period has its own e2e test.
+    VIGIL_SHUTDOWN_TIMEOUT_MS: '0',
     ...(backend.kind === 'postgres' ? { DATABASE_URL: backend.url, VIGIL_DATABASE_SCHEMA: place.schema } : {}),
     ...options.environment,
   };
   const config = loadConfig(environment);
   const { environment: _environment, place: _place, ...startOptions } = options;
-  const server = await startServer(config, { logger: capture.logger, withLogContext: capture.withLogContext, ...startOptions });
+  const undocumented: UndocumentedResponse[] = [];
+  const server = await startServer(config, { logger: capture.logger, withLogContext: capture.withLogContext, onUndocumentedResponse: (violation) => undocumented.push(violation), ...startOptions });
   const request: TestServer['request'] = async (method, path, requestOptions = {}) => {
     const headers: Record<string, string> = { ...requestOptions.headers };
     const token = requestOptions.token ?? ALICE.token;
@@ -63,6 +74,7 @@ export async function startTestServer(
   const testServer: TestServer = {
     ...server,
     logs: capture.lines,
+    undocumented,
     request,
     restart: async () => {
       await server.close();
@@ -70,6 +82,8 @@ export async function startTestServer(
     },
     destroy: async () => {
       await server.close();
+      // Every suite doubles as a check of the API document: no status it does not declare.
+      if (undocumented.length > 0) throw new Error(`responses the API document does not declare: ${JSON.stringify(undocumented)}`);
       await removeTempDir(place.dataDir);
       if (backend.kind === 'postgres') await dropSchema(place.schema, backend.url);
     },

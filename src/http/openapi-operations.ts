@@ -1,0 +1,103 @@
+/**
+ * The API document's operations in one place: each route's operationId and summary, and
+ * the error statuses it can answer beyond the ones every route of its shape can (see
+ * `documentedStatuses`). The document is completed from this table when it is built, and
+ * in strict mode (tests) a response with a status the document does not declare is
+ * reported, so the document cannot drift from what the server does.
+ */
+export interface OperationDoc {
+  id: string;
+  summary: string;
+  /** Error statuses this route can answer besides the automatic ones (e.g. 409). */
+  errors?: readonly number[];
+  /** Also answers as server-sent events (with Accept: text/event-stream). */
+  sse?: boolean;
+  /** Needs no bearer token (health, signed deliveries, channel updates). */
+  public?: boolean;
+}
+
+export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
+  'GET /healthz': { id: 'getHealth', summary: 'Liveness: the process answers', public: true },
+  'GET /readyz': { id: 'getReadiness', summary: 'Readiness: the database answers; the model in use', public: true },
+  'GET /metrics': { id: 'getMetrics', summary: 'Prometheus metrics' },
+  'POST /api/agents': { id: 'createAgent', summary: 'Create an agent', errors: [409] },
+  'GET /api/agents': { id: 'listAgents', summary: 'List your agents' },
+  'GET /api/agents/{agentId}': { id: 'getAgent', summary: 'Get an agent' },
+  'PATCH /api/agents/{agentId}': { id: 'updateAgent', summary: 'Update an agent' },
+  'DELETE /api/agents/{agentId}': { id: 'deleteAgent', summary: 'Delete an agent, with its timers, schedules and hooks' },
+  'POST /api/agents/{agentId}/memories': { id: 'addMemory', summary: "Add a memory to an agent's long-term memory" },
+  'GET /api/agents/{agentId}/memories': { id: 'listMemories', summary: "List or search an agent's memories" },
+  'DELETE /api/memories/{memoryId}': { id: 'deleteMemory', summary: 'Delete a memory' },
+  'POST /api/threads': { id: 'createThread', summary: 'Create a thread' },
+  'GET /api/threads': { id: 'listThreads', summary: 'List your threads, newest activity first' },
+  'GET /api/threads/{threadId}': { id: 'getThread', summary: 'Get a thread' },
+  'PATCH /api/threads/{threadId}': { id: 'updateThread', summary: 'Rename a thread' },
+  'DELETE /api/threads/{threadId}': { id: 'deleteThread', summary: 'Delete a thread' },
+  'GET /api/threads/{threadId}/history': { id: 'getThreadHistory', summary: 'Messages a person sees, newest page first' },
+  'GET /api/threads/{threadId}/context': { id: 'getThreadContext', summary: 'What the next model call would receive, with token counts' },
+  'POST /api/threads/{threadId}/messages': { id: 'sendMessage', summary: 'Send a message and run the agent', sse: true, errors: [409] },
+  'GET /api/threads/{threadId}/runs': { id: 'listThreadRuns', summary: "A thread's runs, newest first" },
+  'GET /api/runs/{runId}': { id: 'getRun', summary: 'Get a run' },
+  'POST /api/runs/{runId}/cancel': { id: 'cancelRun', summary: 'Cancel a run in progress' },
+  'GET /api/agents/{agentId}/autonomy': { id: 'getAutonomyPolicy', summary: "An agent's autonomy policy" },
+  'PUT /api/agents/{agentId}/autonomy': { id: 'replaceAutonomyPolicy', summary: "Replace an agent's autonomy policy" },
+  'GET /api/threads/{threadId}/autonomy': { id: 'getThreadAutonomy', summary: "A thread's follow-up state" },
+  'GET /api/threads/{threadId}/timers': { id: 'listThreadTimers', summary: "A thread's follow-up timers" },
+  'DELETE /api/threads/{threadId}/timers/{timerId}': { id: 'cancelTimer', summary: 'Cancel a pending follow-up', errors: [409] },
+  'POST /api/threads/{threadId}/autonomy/pause': { id: 'pauseThreadAutonomy', summary: 'Pause follow-ups on a thread' },
+  'POST /api/threads/{threadId}/autonomy/resume': { id: 'resumeThreadAutonomy', summary: 'Resume follow-ups on a thread' },
+  'POST /api/hooks': { id: 'createHook', summary: 'Create a webhook (its secret is shown once)' },
+  'GET /api/hooks': { id: 'listHooks', summary: 'List your webhooks' },
+  'GET /api/hooks/{hookId}': { id: 'getHook', summary: 'Get a webhook' },
+  'DELETE /api/hooks/{hookId}': { id: 'deleteHook', summary: 'Delete a webhook' },
+  'POST /api/hooks/{hookId}': { id: 'deliverHook', summary: 'A signed webhook delivery', public: true, errors: [401, 409] },
+  'GET /api/threads/{threadId}/plans': { id: 'listThreadPlans', summary: "A thread's plans, newest first" },
+  'GET /api/plans/{planId}': { id: 'getPlan', summary: 'Get a plan with its steps and tool calls' },
+  'POST /api/plans/{planId}/resume': { id: 'resumePlan', summary: 'Continue a stored plan in a new run', sse: true, errors: [409] },
+  'GET /api/agents/{agentId}/tools': { id: 'listAgentTools', summary: 'The tools an agent can call now' },
+  'GET /api/agents/{agentId}/planner': { id: 'getPlannerSettings', summary: "A planner agent's settings" },
+  'PUT /api/agents/{agentId}/planner': { id: 'replacePlannerSettings', summary: "Replace a planner agent's settings" },
+  'POST /api/schedules': { id: 'createSchedule', summary: 'Create a cron or one-shot schedule' },
+  'GET /api/schedules': { id: 'listSchedules', summary: 'List your schedules' },
+  'GET /api/schedules/{scheduleId}': { id: 'getSchedule', summary: 'Get a schedule' },
+  'PATCH /api/schedules/{scheduleId}': { id: 'updateSchedule', summary: 'Pause, resume or change a schedule' },
+  'DELETE /api/schedules/{scheduleId}': { id: 'deleteSchedule', summary: 'Delete a schedule' },
+  'GET /api/schedules/{scheduleId}/fires': { id: 'listScheduleFires', summary: "A schedule's fires and their runs" },
+  'POST /api/channels/telegram/webhook': { id: 'receiveTelegramUpdate', summary: 'A Telegram update (webhook mode)', public: true },
+};
+
+/** `GET /api/threads/:threadId` → `GET /api/threads/{threadId}` (the document's spelling). */
+export function operationKey(method: string, url: string): string {
+  return `${method.toUpperCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
+}
+
+export interface RouteShape {
+  key: string;
+  /** Statuses the route's own schema declares. */
+  declared: readonly number[];
+  hasBody: boolean;
+  hasParams: boolean;
+  hasQuery: boolean;
+}
+
+/**
+ * Every status a route can answer: what it declares, a success status when it declares
+ * none (204 for DELETE, else 200), and the errors every route of its shape can give:
+ * 400 for any input, 401 unless public, 404 for a path with ids, 413 and 415 with a body,
+ * 500 always, plus the table's own.
+ */
+export function documentedStatuses(shape: RouteShape): number[] {
+  const operation = OPERATIONS[shape.key];
+  const statuses = new Set(shape.declared);
+  if (![...statuses].some((status) => status >= 200 && status < 300)) statuses.add(shape.key.startsWith('DELETE ') ? 204 : 200);
+  if (shape.hasBody || shape.hasParams || shape.hasQuery) statuses.add(400);
+  if (!operation?.public) statuses.add(401);
+  if (shape.hasParams) statuses.add(404);
+  if (shape.hasBody) {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  statuses.add(500);
+  for (const status of operation?.errors ?? []) statuses.add(status);
+  return [...statuses].sort((a, b) => a - b);
+}
