@@ -208,35 +208,53 @@ export function plannerGraphSuite(backend: () => Backend): void {
       expect(JSON.stringify(script.callsOf('tactical_plan')[1]!.messages.at(-1)?.content)).toContain('part two is wrong');
     });
 
-    it('I9: the revision cap auto-approves ("max revisions reached"): a critic that always says revise ends at the cap', async () => {
+    it('I9: the tactical revision cap stops the plan (`stopped`, with the reason), never `completed`', async () => {
       const script = new ScriptedChatModel({
         knowledge_plan: [noKnowledge],
         strategic_plan: always(strategicPlan('Polish', 'Polish once more')),
         tactical_plan: always(tacticalPlan(step('polish'))),
         executor_step: always(execute([], true, 'polished')),
         tactical_critique: always(revise('could be shinier')),
-        strategic_critique: always(revise('still not perfect')),
-        text: ['Polished as far as allowed.'],
+        strategic_critique: always(approve()),
+        text: ['unused'],
       });
       const { outcome, events, plan: stored, path } = await plan(script, 'Polish this', { budgets: { maxRevisions: 2 } });
-      expect(outcome.run).toMatchObject({ status: 'succeeded', reason: null });
-      expect(stored?.status).toBe('completed');
-      // One milestone, then one more per strategic revision (2), each revised twice, then auto-approved.
-      expect(stored?.milestones).toHaveLength(3);
-      for (const milestone of stored!.milestones) {
-        expect(milestone).toMatchObject({ status: 'completed', revisionCount: 2, criticDecision: 'approve' });
-        expect(milestone.criticReason).toMatch(/^max revisions reached/);
-      }
+      const reason = 'revision cap reached: the tactical critic still asked for a revision after 2 (limit 2): could be shinier';
+      expect(outcome.run).toMatchObject({ status: 'succeeded', reason });
+      expect(stored).toMatchObject({ status: 'stopped', reason });
+      expect(stored?.endedAt ?? null).toBeNull();
+      // The milestone was never approved: it stays active, with the critic's last word.
+      expect(stored?.milestones).toHaveLength(1);
+      expect(stored!.milestones[0]).toMatchObject({ status: 'active', revisionCount: 2, criticDecision: 'revise', criticReason: 'could be shinier' });
       const decisions = events.filter((event) => event.type === 'critic.decide');
-      const tacticalAuto = decisions.filter((event) => event.level === 'tactical' && event.decision === 'approve');
-      expect(tacticalAuto).toHaveLength(3);
-      for (const event of tacticalAuto) expect(event.reason).toMatch(/^max revisions reached/);
-      expect(decisions.filter((event) => event.level === 'tactical' && event.decision === 'revise')).toHaveLength(6);
-      expect(decisions.filter((event) => event.level === 'strategic').map((event) => event.decision)).toEqual(['revise', 'revise', 'approve']);
-      expect(decisions.at(-1)?.reason).toMatch(/^max revisions reached/);
-      expect(stored?.finalCriticReason).toMatch(/^max revisions reached/);
-      expect(events.at(-1)?.type).toBe('run.end');
-      expectCriticsOnPath(path);
+      expect(decisions.map((event) => event.decision)).toEqual(['revise', 'revise', 'revise']);
+      expectStopAnnounced(events, reason);
+      expect(path.at(-3)).toBe(NODES.tacticalCritic);
+      expect(path.at(-2)).toBe(NODES.complete);
+      expect(script.callsOf('strategic_critique')).toHaveLength(0);
+      expect(script.callsOf('text')).toHaveLength(0); // no model call after a bound
+      const reply = outcome.messages.find((message) => message.type === 'ai');
+      expect(String(reply?.content)).toContain(reason);
+    });
+
+    it('I9: the strategic revision cap stops the plan too; only an approved plan is `completed`', async () => {
+      const script = new ScriptedChatModel({
+        knowledge_plan: [noKnowledge],
+        strategic_plan: always(strategicPlan('Polish', 'Polish once more')),
+        tactical_plan: always(tacticalPlan(step('polish'))),
+        executor_step: always(execute([], true, 'polished')),
+        tactical_critique: always(approve()),
+        strategic_critique: always(revise('still not perfect')),
+        text: ['unused'],
+      });
+      const { outcome, events, plan: stored } = await plan(script, 'Polish this', { budgets: { maxRevisions: 1 } });
+      const reason = 'revision cap reached: the strategic critic still asked for a revision after 1 (limit 1): still not perfect';
+      expect(outcome.run).toMatchObject({ status: 'succeeded', reason });
+      expect(stored).toMatchObject({ status: 'stopped', reason, strategicRevisionCount: 1 });
+      const strategic = events.flatMap((event) => (event.type === 'critic.decide' && event.level === 'strategic' ? [event.decision] : []));
+      expect(strategic).toEqual(['revise', 'revise']);
+      expectStopAnnounced(events, reason);
+      expect(events.some((event) => event.type === 'plan.complete' && event.status === 'completed')).toBe(false);
     });
   });
 
