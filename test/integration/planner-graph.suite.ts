@@ -21,11 +21,15 @@ export function plannerGraphSuite(backend: () => Backend): void {
   let site: Server;
   let siteHost: string;
   const walked = new Set<string>();
+  const siteRequests: string[] = [];
+  const SERVED_TOKEN = 'srvTOKEN0123456789abcdef';
 
   beforeAll(async () => {
     harness = await openPlannerHarness(backend(), { model: () => model });
     site = createServer((request, response) => {
+      siteRequests.push(request.url ?? '');
       response.writeHead(200, { 'content-type': 'text/plain' });
+      if (request.url?.startsWith('/token')) return response.end(`Your session: Bearer ${SERVED_TOKEN}`);
       response.end(request.url === '/menu' ? 'Tonight: shoyu ramen, miso ramen' : 'hello');
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
@@ -255,6 +259,39 @@ export function plannerGraphSuite(backend: () => Backend): void {
       expect(strategic).toEqual(['revise', 'revise']);
       expectStopAnnounced(events, reason);
       expect(events.some((event) => event.type === 'plan.complete' && event.status === 'completed')).toBe(false);
+    });
+  });
+
+  describe('I4: tool-call arguments and results are redacted like the envelope before they are stored or shown', () => {
+    it('I4: an api_key / bearer token argument and a token in the result are stored and served redacted; the tool got the real values', async () => {
+      const apiKey = 'sk-proj-ABCDEFGHIJKLMNOPQRSTUV012345';
+      const bearer = 'Bearer abcDEF0123456789ghiJKL';
+      const script = new ScriptedChatModel({
+        knowledge_plan: [noKnowledge],
+        strategic_plan: [strategicPlan('Call the API', 'Fetch')],
+        tactical_plan: [tacticalPlan(step('fetch it', ['http_fetch']))],
+        executor_step: [execute([{ tool: 'http_fetch', args: { url: `http://${siteHost}/token?api_key=${apiKey}`, api_key: apiKey, headers: { authorization: bearer } } }], true, 'fetched')],
+        tactical_critique: always(approve()),
+        strategic_critique: [approve()],
+        text: ['Done.'],
+      });
+      const { plan: stored, thread } = await plan(script, 'Call the API', { fetch: { allowedHosts: ['127.0.0.1'] } });
+      expect(siteRequests).toContain(`/token?api_key=${apiKey}`); // the tool itself used the real key
+
+      const calls = await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 });
+      const served = await harness.service.detail(USER, stored!.id); // what GET /api/plans/:id returns
+      const state = await harness.state(thread.id);
+      for (const text of [JSON.stringify(calls), JSON.stringify(served), JSON.stringify(state.planner.toolResults)]) {
+        expect(text).not.toContain(apiKey);
+        expect(text).not.toContain('abcDEF0123456789ghiJKL');
+        expect(text).not.toContain(SERVED_TOKEN);
+      }
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.status).toBe('succeeded');
+      expect(calls[0]!.args).toEqual({ url: `http://${siteHost}/token?api_key=[redacted]`, api_key: '[redacted]', headers: { authorization: '[redacted]' } });
+      expect(calls[0]!.output).toContain('Bearer [redacted]');
+      // The executor step after the call saw the redacted result too.
+      expect(JSON.stringify(script.callsOf('tactical_critique')[0]!.messages)).toContain('Bearer [redacted]');
     });
   });
 
