@@ -8,6 +8,8 @@ export type Backend = { kind: 'sqlite' } | { kind: 'postgres'; url: string };
 
 export interface TestServer extends RunningServer {
   logs: LogLine[];
+  /** The same lines as written, for what parsing hides (a key written twice). */
+  rawLogs: string[];
   /** Start a fresh server process-equivalent on the same database (a restart). */
   restart(): Promise<TestServer>;
   /** Close and remove the database. */
@@ -63,6 +65,7 @@ export async function startTestServer(
   const testServer: TestServer = {
     ...server,
     logs: capture.lines,
+    rawLogs: capture.raw,
     request,
     restart: async () => {
       await server.close();
