@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeModelLog, tagged } from '../helpers/autonomy-fake-model.js';
+import { fast } from './autonomy.suite.js';
 import { topLevelKeys } from '../helpers/log-capture.js';
 import { startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -23,21 +24,9 @@ export function logContextSuite(backend: () => Backend): void {
     await server?.destroy();
   });
 
-  const fastFollowUps = {
-    enabled: true,
-    delaysMs: { check_in: 100, question_unanswered: 100, task_incomplete: 100, waiting_for_decision: 100 },
-    minDelayMs: 10,
-    maxDelayMs: 600_000,
-    backoffMultiplier: 1,
-    maxPerSilence: 1,
-    maxPerDay: 100,
-    modelCallsPerDay: 1000,
-    busyRetryMs: 50,
-  };
-
   async function threadWithAutonomy(tag: string): Promise<{ agentId: string; threadId: string }> {
     const agentId = `log-${tag}-${randomUUID().slice(0, 6)}`;
-    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: tag, systemPrompt: tagged(tag), autonomy: fastFollowUps } })).status).toBe(201);
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: tag, systemPrompt: tagged(tag), autonomy: fast({ delay: 100, busyRetryMs: 50 }) } })).status).toBe(201);
     const thread = await server.request('POST', '/api/threads', { body: { agentId } });
     expect(thread.status).toBe(201);
     return { agentId, threadId: thread.body.id as string };
