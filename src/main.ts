@@ -143,7 +143,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
-    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs });
+    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext });
     jobs = jobQueue;
     const autonomy = new AutonomyService({ storage, timers: new SqlTimerRepository(storage.context), jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
     await autonomy.attach();

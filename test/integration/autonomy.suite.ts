@@ -20,7 +20,7 @@ import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../h
 type Json = Record<string, any>;
 
 /** A policy whose follow-ups come in a fraction of a second. */
-function fast(overrides: Json = {}): Json {
+export function fast(overrides: Json = {}): Json {
   const delay = overrides.delay ?? 150;
   const { delay: _delay, ...rest } = overrides;
   return {

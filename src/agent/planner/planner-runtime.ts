@@ -9,6 +9,7 @@ import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
+import { redact, redactString } from '../../domain/redaction.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
 
@@ -111,6 +112,9 @@ export class PlannerRuntime {
       const id = randomUUID();
       const startedAt = scope.now();
       const signature = toolCallSignature(call.tool, call.args);
+      // Arguments may carry credentials (an api_key, a bearer token): the tool gets them,
+      // but the record (served by the API) and the state keep them redacted like the envelope.
+      const storedArgs = redact(call.args) as Record<string, unknown>;
       const previous = toolCallSignatures[signature] ?? 0;
       let stop: Stop | null = null;
       if (toolCallCount + 1 > budgets.maxToolCalls) {
@@ -122,7 +126,7 @@ export class PlannerRuntime {
         };
       }
       if (stop) {
-        await this.deps.plans.recordToolCall({ id, ...where, runId: scope.run.runId, tool: call.tool, args: call.args, status: 'refused', output: null, error: stop.reason, startedAt, endedAt: scope.now() });
+        await this.deps.plans.recordToolCall({ id, ...where, runId: scope.run.runId, tool: call.tool, args: storedArgs, status: 'refused', output: null, error: stop.reason, startedAt, endedAt: scope.now() });
         scope.log.warn({ tool: call.tool, bound: stop.bound }, 'tool call refused by a bound');
         return { updates: { toolCallCount, toolCallSignatures, toolResults }, stop, outcomes };
       }
@@ -138,12 +142,15 @@ export class PlannerRuntime {
         ok = false;
         output = error instanceof Error ? error.message : String(error);
       }
+      // Results too (a server may echo a token): redacted before any cut, so a cut never
+      // leaves half a secret; the model, the record and the state all get this text.
+      output = redactString(output);
       await this.deps.plans.recordToolCall({
         id,
         ...where,
         runId: scope.run.runId,
         tool: call.tool,
-        args: call.args,
+        args: storedArgs,
         status: ok ? 'succeeded' : 'failed',
         output: ok ? output.slice(0, TOOL_OUTPUT_STORED_CHARS) : null,
         error: ok ? null : output.slice(0, 2000),

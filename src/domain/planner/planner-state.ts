@@ -56,6 +56,7 @@ export const stopBoundSchema = z.enum([
   'token_budget',
   'tool_call_budget',
   'identical_tool_calls',
+  'revision_cap',
   'malformed_output',
   'nothing_to_resume',
 ]);
