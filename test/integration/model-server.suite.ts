@@ -272,6 +272,24 @@ export function modelServerSuite(backend: () => Backend): void {
       await expectUsable(threadId);
     });
 
+    it('a stream that stalls halfway: the attempt is dropped after the model timeout, the partial reply retracted, MODEL_TIMEOUT', async () => {
+      model.reset();
+      model.respondWith(() => ({ chunks: ['Stalled ', 'reply ', 'here.'], stallAfterChunks: 2 }));
+      const threadId = await newThread();
+      const { events, end, close } = await sendOverSocket(threadId, 'Hello stall');
+      close();
+      expect(end).toMatchObject({ status: 'failed', error: { code: 'MODEL_TIMEOUT' } });
+      expect(end.reason).toMatch(/stream stalled/);
+      const attempts = requestsOf('Hello stall');
+      expect(attempts).toHaveLength(1 + RETRIES);
+      await waitFor(() => attempts.every((request) => request.aborted), 5_000, 'every stalled request to be dropped by vigil');
+      const runEvents = events.filter((event) => event.runId === end.runId);
+      const streamed = new Set(runEvents.filter((event) => event.type === 'message.delta').map((event) => event.messageId));
+      expect(new Set(runEvents.filter((event) => event.type === 'message.retracted').map((event) => event.messageId))).toEqual(streamed);
+      expect((await history(threadId)).map((message) => message.content)).toEqual(['Hello stall']);
+      await expectUsable(threadId);
+    });
+
     it('a stream cut halfway: the partial reply is retracted, MODEL_STREAM_CUT, nothing half-written', async () => {
       model.reset();
       model.respondWith(() => ({ chunks: ['Half ', 'a ', 'reply ', 'here.'], cutAfterChunks: 2 }));
