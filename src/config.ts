@@ -56,6 +56,8 @@ export const configSchema = z
     VIGIL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
     VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+    // The context budget of agents that set none; unset = the model's window where known, else 32,000.
+    VIGIL_CONTEXT_TOKENS: z.coerce.number().int().min(1000).max(10_000_000).optional(),
     VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
     // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.
     VIGIL_MCP_STDIO_COMMANDS: z
@@ -130,6 +132,8 @@ export interface Config {
   readonly logLevel: Parsed['VIGIL_LOG_LEVEL'];
   readonly bodyLimit: number;
   readonly modelTimeoutMs: number;
+  /** Context budget in tokens for agents without `context.maxTokens` (I14); undefined = the model's window, else 32,000. */
+  readonly contextTokens: number | undefined;
   /** How late a schedule fire may start before it counts as missed (its missed-run policy applies). */
   readonly scheduleMissedGraceMs: number;
   /** Commands a planner's stdio MCP server may be started with (exact match, `*` = any); empty = none. */
@@ -187,6 +191,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     logLevel: value.VIGIL_LOG_LEVEL,
     bodyLimit: value.VIGIL_BODY_LIMIT,
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
+    contextTokens: value.VIGIL_CONTEXT_TOKENS,
     scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
     mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),
     secretsKey: value.VIGIL_SECRETS_KEY,

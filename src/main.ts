@@ -38,6 +38,10 @@ import { SqlScheduleRepository } from './adapters/sql/schedule-repository.js';
 import { readFromStorage } from './adapters/sql/checkpoint-cache.js';
 import { ScheduleRunner } from './app/schedules/schedule-runner.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
+import { ContextWindow } from './agent/context/context-window.js';
+import { threadContextReader } from './agent/context/context-inspector.js';
+import { summaryCallAdmission } from './app/context/summary-call-budget.js';
+import { ThreadContextService } from './app/context/thread-context-service.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -103,14 +107,24 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     else logger.info({ model: config.model }, 'model configured');
 
     const events = new InProcessEventBus(logger);
-    const chatGraph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger });
+    const timerRepository = new SqlTimerRepository(storage.context);
+    // One context window for every graph (I14): the agents' budgets, and autonomy's budget for summary calls.
+    const contextWindow = new ContextWindow({
+      models,
+      logger,
+      clock,
+      agents: storage.agents,
+      serverMaxTokens: config.contextTokens,
+      admitSummaryCall: summaryCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }),
+    });
+    const chatGraph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger, context: contextWindow });
     const planRepository = new SqlPlanRepository(storage.context);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
-    const plannerGraph = registerPlannerGraph({ checkpointer: storage.checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
+    const plannerGraph = registerPlannerGraph({ checkpointer: storage.checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
@@ -129,9 +143,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
+    const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
     const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs });
     jobs = jobQueue;
-    const autonomy = new AutonomyService({ storage, timers: new SqlTimerRepository(storage.context), jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
+    const autonomy = new AutonomyService({ storage, timers: timerRepository, jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
     await autonomy.attach();
     const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });
     const planOverlord = new Overlord({
@@ -197,6 +212,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       auth: new Authenticator(config.authTokens, LOCAL_USER_ID),
       agents,
       conversations,
+      threadContext,
       memories,
       events,
       ping: () => storage.ping(),

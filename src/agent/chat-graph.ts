@@ -5,7 +5,8 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import { chooseMemoryQuery, type MemoryQuerySource } from '../domain/memory-query.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
-import { buildModelInput } from './envelope-injection.js';
+import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
+import { ContextWindow } from './context/context-window.js';
 import { runSettingsOf } from './run-settings.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
@@ -23,6 +24,8 @@ export interface RecalledMemory {
 export const ChatState = Annotation.Root({
   messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
   summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+  /** What `summary` stands for (I14): written with it, in the same checkpoint, so the two never disagree. */
+  summaryCoverage: Annotation<SummaryCoverage | null>({ reducer: (_previous, next) => next, default: () => null }),
   recalled: Annotation<RecalledMemory[]>({ reducer: (_previous, next) => next, default: () => [] }),
   memoryQuerySource: Annotation<MemoryQuerySource | null>({ reducer: (_previous, next) => next, default: () => null }),
 });
@@ -35,6 +38,8 @@ export interface ChatGraphDependencies {
   logger: Logger;
   /** How many memories one turn recalls. */
   memoryLimit?: number;
+  /** Fits every model call into the agent's context budget (I14); a default one uses the server-wide budget. */
+  context?: ContextWindow;
 }
 
 export const RESPOND_NODE = 'respond';
@@ -44,6 +49,7 @@ export const MEMORY_NODE = 'recall_memories';
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
   const { memories, models, logger } = dependencies;
   const memoryLimit = dependencies.memoryLimit ?? 5;
+  const context = dependencies.context ?? new ContextWindow({ models, logger, clock: { now: () => new Date() } });
 
   async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
@@ -68,15 +74,16 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
   async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const model = models(run.model);
-    // The recalled memories, the run context rule and the envelope live in this call's
-    // input only; the saved history receives just the reply.
-    const input = buildModelInput(state.messages, run, { systemPrompt: systemPromptFor(run.systemPrompt, state.recalled) });
+    // The recalled memories, the run context rule, the envelope and the summary live in
+    // this call's input only; the saved history receives just the reply (and a new summary).
+    const input = await context.prepare(state, run, config, { systemPrompt: systemPromptFor(run.systemPrompt, state.recalled) });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
     }
     const reply = await model.invoke(input.messages, config);
-    return { messages: [reply] };
+    input.observe(reply);
+    return { messages: [reply], ...(input.update ?? {}) };
   }
 
   return new StateGraph(ChatState)

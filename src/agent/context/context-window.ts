@@ -9,7 +9,7 @@ import { fitWindow, planFold, type FitItem, type FitKind } from '../../domain/co
 import type { Envelope } from '../../domain/envelope/build-envelope.js';
 import { hasEnvelopeMarker } from '../../domain/envelope/envelope-marker.js';
 import { textOf } from '../../domain/message-content.js';
-import { buildModelInput } from '../envelope-injection.js';
+import { buildModelInput, type ModelInputOptions } from '../envelope-injection.js';
 import type { ActiveRunSettings } from '../run-settings.js';
 import { summarizeMessages } from './conversation-summarizer.js';
 import { isMediaBlock, MEDIA_PLACEHOLDER, TokenCounter } from './token-counter.js';
@@ -55,9 +55,7 @@ export interface ContextWindowDependencies {
   admitSummaryCall?: (run: ActiveRunSettings) => Promise<boolean>;
 }
 
-export interface PrepareOptions {
-  /** The system prompt before the summary and the run rule (e.g. with recalled memories). */
-  systemPrompt?: string;
+export interface PrepareOptions extends ModelInputOptions {
   /** Fold when the thread outgrew its share (a model call); false only describes. */
   fold?: boolean;
 }
@@ -103,7 +101,10 @@ export class ContextWindow {
     const budget = await this.budget(run, log);
     const factor = this.calibration.factor(run.model);
     const inputLimit = Math.floor((budget.maxTokens - budget.answerTokens) / factor);
-    const basePrompt = options.systemPrompt ?? run.systemPrompt;
+    const { fold: mayFold, ...inputOptions } = options;
+    const basePrompt = inputOptions.systemPrompt ?? run.systemPrompt;
+    // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
+    const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
     // Stale envelopes never reach the model (envelope-injection.ts); they take no room either.
     const kept = state.messages.filter((message) => !hasEnvelopeMarker(message));
 
@@ -113,8 +114,8 @@ export class ContextWindow {
     let items = kept.slice(covered).map((message) => this.fitItem(message));
     let update: SummaryUpdate | undefined;
 
-    const frame = (summaryText: string | null) => this.frame(kept, run, withSummarySection(basePrompt, summaryText));
-    if (options.fold !== false) {
+    const frame = (summaryText: string | null) => this.frame(kept, run, inputWith(summaryText));
+    if (mayFold !== false) {
       const bare = frame(null);
       // The room the messages have once a full-size summary is in: the fold threshold does not move as the summary grows.
       const room = inputLimit - bare.systemTokens - bare.envelopeTokens - budget.summaryTokens;
@@ -162,7 +163,7 @@ export class ContextWindow {
       window = newest ? [this.shorten(newest, room)] : [];
       cut = new Set(newest ? [0] : []);
     }
-    const input = buildModelInput(window, run, { systemPrompt: withSummarySection(basePrompt, summary) });
+    const input = buildModelInput(window, run, inputWith(summary));
     const windowReport = window.map((message, index) => ({
       id: message.id ?? null,
       type: message.getType(),
@@ -213,10 +214,10 @@ export class ContextWindow {
   }
 
   /** The system prompt and envelope of this call, counted (the envelope only when the trigger shows it). */
-  private frame(kept: readonly BaseMessage[], run: ActiveRunSettings, systemPrompt: string) {
+  private frame(kept: readonly BaseMessage[], run: ActiveRunSettings, options: ModelInputOptions) {
     let task: BaseMessage | undefined;
     for (let index = kept.length - 1; index >= 0 && !task; index--) if (kept[index]!.getType() === 'human') task = kept[index];
-    const probe = buildModelInput(task ? [task] : [], run, { systemPrompt });
+    const probe = buildModelInput(task ? [task] : [], run, options);
     const system = probe.messages[0]!;
     const envelope = probe.envelope ? probe.messages.find((message) => hasEnvelopeMarker(message)) : undefined;
     return {

@@ -9,6 +9,7 @@ import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
+import { ContextWindow } from '../context/context-window.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
 
@@ -26,6 +27,8 @@ export interface PlannerGraphDependencies {
   clock: Clock;
   logger: Logger;
   memoryLimit?: number;
+  /** Fits the model calls that read the conversation into the agent's context budget (I14). */
+  context?: ContextWindow;
 }
 
 /** What one node call knows about its run. */
@@ -56,7 +59,11 @@ export class PlannerRuntime {
    */
   readonly inWork = new Map<string, PlanInWork>();
 
-  constructor(readonly deps: PlannerGraphDependencies) {}
+  readonly context: ContextWindow;
+
+  constructor(readonly deps: PlannerGraphDependencies) {
+    this.context = deps.context ?? new ContextWindow({ models: deps.models, logger: deps.logger, clock: deps.clock, agents: deps.agents });
+  }
 
   scope(config: RunnableConfig): RunScope {
     const run = runSettingsOf(config);
