@@ -15,8 +15,10 @@ export class UsageCalibration {
 
   observe(model: string, estimatedInputTokens: number, reportedInputTokens: number | undefined): void {
     if (reportedInputTokens === undefined || !Number.isFinite(reportedInputTokens) || reportedInputTokens <= 0 || estimatedInputTokens <= 0) return;
-    // Bounded: one odd report (cached prompt accounting, tool schemas) must not swing fitting wildly.
-    const ratio = Math.min(2, Math.max(0.8, reportedInputTokens / estimatedInputTokens));
+    // Bounded: one odd report (tool schemas, made-up numbers of a local server) must not swing
+    // fitting wildly. Never below 1: a provider that reports fewer tokens than we count
+    // (cached prompt tokens left out of its figure) must not make us send more than our count allows.
+    const ratio = Math.min(2, Math.max(1, reportedInputTokens / estimatedInputTokens));
     const previous = this.factors.get(model);
     this.factors.set(model, previous === undefined ? ratio : Math.max(ratio, previous * 0.7 + ratio * 0.3));
   }
