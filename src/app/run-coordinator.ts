@@ -7,7 +7,7 @@ import type { VigilEvent } from '../domain/events.js';
 import type { RunContext } from '../domain/run-context.js';
 import type { AgentKind, AgentRecord, Clock, EventBus, Storage, StoredMessage } from './ports.js';
 import { MessageProjector } from './runs/message-projector.js';
-import type { RetryPolicy } from './runs/retry-policy.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './runs/retry-policy.js';
 import { RunExecution } from './runs/run-execution.js';
 import type { RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
 import { messagesOf } from './runs/stream-attempt.js';
@@ -33,6 +33,8 @@ export interface RunCoordinatorDependencies {
   modelRetries?: number;
   /** Backoff before the first retry, doubled for each further one (default 500 ms). */
   retryBackoffMs?: number;
+  /** The longest `retry-after` a retry waits for (default 30 s); a longer one ends the run. */
+  maxRetryAfterMs?: number;
 }
 
 /** Runs a person's message pre-empts (I8): the agent acting on its own. */
@@ -64,7 +66,7 @@ export class RunCoordinator {
 
   constructor(private readonly deps: RunCoordinatorDependencies) {
     this.locks = deps.locks ?? new InProcessThreadLocks();
-    this.retry = { maxRetries: deps.modelRetries ?? 2, backoffMs: deps.retryBackoffMs ?? 500 };
+    this.retry = { ...DEFAULT_RETRY_POLICY, ...(deps.modelRetries !== undefined ? { maxRetries: deps.modelRetries } : {}), ...(deps.retryBackoffMs !== undefined ? { backoffMs: deps.retryBackoffMs } : {}), ...(deps.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: deps.maxRetryAfterMs } : {}) };
     this.projector = new MessageProjector({ storage: deps.storage, clock: deps.clock, logger: deps.logger, emit: (event) => this.emit(event) });
   }
 

@@ -29,6 +29,9 @@ export const ERROR_CODES = {
   RUN_CANCELLED: { status: 499, description: 'The run was cancelled before it finished.' },
   INTERNAL: { status: 500, description: 'An unexpected server error; the log has the details.' },
   MODEL_ERROR: { status: 502, description: 'The model provider failed or returned an unusable answer.' },
+  MODEL_RATE_LIMITED: { status: 503, description: "The model provider kept answering 429 (rate limited), or asked to wait longer than the server's retry bound." },
+  MODEL_TIMEOUT: { status: 504, description: 'The model provider did not answer within VIGIL_MODEL_TIMEOUT_MS.' },
+  MODEL_STREAM_CUT: { status: 502, description: "The model provider's stream broke off before the reply was complete." },
   CONFIG_INVALID: { status: 500, description: 'A setting is invalid; the server refuses to start.' },
   INTEGRITY_CHECK_FAILED: { status: 500, description: 'Message metadata did not survive a checkpoint round trip (I3); the server refuses to start.' },
 } as const satisfies Record<string, { status: number; description: string }>;

@@ -54,6 +54,8 @@ export interface ScriptedResponse {
 export interface RecordedRequest {
   /** 0-based order of arrival. */
   index: number;
+  /** When it arrived (Date.now()), to check a wait the script asked for (retry-after). */
+  receivedAt: number;
   path: string;
   headers: IncomingMessage['headers'];
   /** The parsed JSON body: `model`, `messages`, `stream`, `tools`, … */
@@ -149,6 +151,7 @@ export class ScriptedOpenAiServer {
     }
     const recorded: RecordedRequest = {
       index: this.requests.length,
+      receivedAt: Date.now(),
       path,
       headers: request.headers,
       body,

@@ -3,6 +3,7 @@ import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager
 import { AIMessage, AIMessageChunk, HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import { textOf } from '../../domain/message-content.js';
+import { MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN } from '../../domain/recalled-memories.js';
 import { isAutonomousTriggerType, isSynthetic, type AutonomousTriggerType } from '../../domain/message-metadata.js';
 import { SUMMARY_REQUEST_MARKER } from '../../domain/context/conversation-summary.js';
 
@@ -58,9 +59,8 @@ export class DemoChatModel extends BaseChatModel {
     const text = textOf(lastHuman.content).replace(/\s+/g, ' ').trim();
     const quoted = text.length > 200 ? `${text.slice(0, 199)}…` : text;
     const system = messages.find((message) => message.getType() === 'system');
-    // Count the bullets of the memory section only: the run context rule has bullets too.
-    const memories = system ? (/long-term memory\):\n((?:- .*(?:\n|$))*)/.exec(textOf(system.content))?.[1] ?? '') : '';
-    const recalled = (memories.match(/^- /gm) ?? []).length;
+    // One quoted memory a line inside the recalled-memories data block.
+    const recalled = system ? recalledMemoryCount(textOf(system.content)) : 0;
     const memoryNote = recalled > 0 ? ` I recalled ${recalled} related memor${recalled === 1 ? 'y' : 'ies'}.` : '';
     return `[demo model] You said: "${quoted}".${memoryNote} Configure VIGIL_MODEL for real answers. Anything else?`;
   }
@@ -122,4 +122,11 @@ function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<v
       reject(signal.reason ?? new Error('aborted'));
     }, { once: true });
   });
+}
+
+function recalledMemoryCount(systemText: string): number {
+  const start = systemText.indexOf(MEMORY_BLOCK_OPEN);
+  const end = systemText.indexOf(MEMORY_BLOCK_CLOSE, start);
+  if (start < 0 || end < 0) return 0;
+  return systemText.slice(start + MEMORY_BLOCK_OPEN.length, end).split('\n').filter((line) => line.trim()).length;
 }

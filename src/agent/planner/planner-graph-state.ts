@@ -1,4 +1,5 @@
-import { Annotation, messagesStateReducer } from '@langchain/langgraph';
+import { Annotation } from '@langchain/langgraph';
+import { vigilMessagesReducer } from '../message-identity.js';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import { emptyPlannerMetadata, type PlannerMetadata } from '../../domain/planner/planner-state.js';
@@ -22,7 +23,7 @@ export type PlannerNode = (typeof NODES)[keyof typeof NODES];
  * it changes; the reducer merges them.
  */
 export const PlannerState = Annotation.Root({
-  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  messages: Annotation<BaseMessage[]>({ reducer: vigilMessagesReducer, default: () => [] }),
   planner: Annotation<PlannerMetadata, Partial<PlannerMetadata>>({
     reducer: (previous, next) => ({ ...previous, ...next }),
     default: emptyPlannerMetadata,

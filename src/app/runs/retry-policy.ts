@@ -1,23 +1,37 @@
-import { isVigilError } from '../../domain/errors.js';
+import type { ModelFailure } from './model-failure.js';
 
 /**
  * When a failed model call is tried again. The run coordinator is the one place that
- * retries (the LangChain clients are built with `maxRetries: 0`), so a failing model
- * never multiplies calls and every retry passes the caller's `beforeRetry` check (I5).
+ * retries: the LangChain clients are built with `maxRetries: 0` (model-factory.ts). Were
+ * both to retry, every coordinator attempt would hide up to N client retries — calls no
+ * cap counted — and a 429's wait would be spent twice; here every retry is counted, passes
+ * the caller's `beforeRetry` check (an autonomous run's caps, I5) and is logged.
  */
 export interface RetryPolicy {
   /** Retries after the first attempt. */
   maxRetries: number;
   /** Backoff before the first retry, doubled for each further one. */
   backoffMs: number;
+  /**
+   * The longest wait a provider's `retry-after` may impose. A longer one is not waited
+   * for: the run ends at once (MODEL_RATE_LIMITED) rather than holding the thread's lock.
+   */
+  maxRetryAfterMs: number;
 }
 
-/** The wait before retry number `attempts` (1-based), or null when the run must give up. */
-export function retryDelay(error: unknown, attempts: number, policy: RetryPolicy, signal: AbortSignal): number | null {
-  if (signal.aborted || attempts > policy.maxRetries) return null;
-  // A VigilError below 500 is a decision (a validation, a bound), not a passing failure.
-  if (isVigilError(error) && error.status < 500) return null;
-  return policy.backoffMs * 2 ** (attempts - 1);
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxRetries: 2, backoffMs: 500, maxRetryAfterMs: 30_000 };
+
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false; why: string };
+
+/** Whether retry number `attempts` (1-based: the attempt that just failed) happens, and after how long. */
+export function retryDecision(failure: ModelFailure, attempts: number, policy: RetryPolicy, signal: AbortSignal): RetryDecision {
+  if (signal.aborted) return { retry: false, why: 'the run was cancelled' };
+  if (!failure.retryable) return { retry: false, why: 'trying again cannot help' };
+  if (attempts > policy.maxRetries) return { retry: false, why: `no retries left (${policy.maxRetries})` };
+  const backoffMs = policy.backoffMs * 2 ** (attempts - 1);
+  if (failure.retryAfterMs === undefined) return { retry: true, delayMs: backoffMs };
+  if (failure.retryAfterMs > policy.maxRetryAfterMs) return { retry: false, why: `the provider asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s, more than the ${Math.ceil(policy.maxRetryAfterMs / 1000)} s this server waits` };
+  return { retry: true, delayMs: Math.max(backoffMs, failure.retryAfterMs) };
 }
 
 /** Wait, unless the run is cancelled meanwhile. */

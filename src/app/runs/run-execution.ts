@@ -1,16 +1,18 @@
-import { randomUUID } from 'node:crypto';
-import type { BaseMessage, HumanMessage } from '@langchain/core/messages';
+import type { BaseMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
 import type { RegisteredGraph } from '../../agent/agent-graph.js';
 import { runConfig, type RunSettings } from '../../agent/run-settings.js';
+import { newMessageId } from '../../agent/message-identity.js';
 import { toTaskMessage, type TaskInput } from '../../agent/task-message.js';
-import { isVigilError, type ErrorCode } from '../../domain/errors.js';
+import { deltaTextOf } from '../../domain/message-content.js';
+import type { ErrorCode } from '../../domain/errors.js';
 import type { VigilEvent } from '../../domain/events.js';
 import type { RunContext } from '../../domain/run-context.js';
 import type { Clock, RunRecord, Storage, StoredMessage } from '../ports.js';
 import { resolveRunMeta } from '../run-meta.js';
 import type { MessageProjector } from './message-projector.js';
-import { retryDelay, sleep, type RetryPolicy } from './retry-policy.js';
+import { classifyModelFailure, type ModelFailure } from './model-failure.js';
+import { retryDecision, sleep, type RetryPolicy } from './retry-policy.js';
 import type { RunOutcome, RunRequest } from './run-request.js';
 import { messagesOf, streamAttempt } from './stream-attempt.js';
 
@@ -44,6 +46,15 @@ export class RunExecution {
   /** Length of the last state's message list that was projected (-1: none yet). */
   private projectedLength = -1;
   private readonly settings: RunSettings;
+  /** Model call → the id its deltas carry (see streamIdOf). */
+  private readonly streamIds = new Map<string, string>();
+  /** Whether the current attempt streamed any text (a failure after it is a cut stream). */
+  private streamedThisAttempt = false;
+  /** How the last failed attempt failed, and why the run stopped retrying. */
+  private lastFailure: ModelFailure | undefined;
+  private gaveUp: string | undefined;
+  /** Stream ids whose deltas were sent but whose message has not reached state yet. */
+  private readonly unlanded = new Set<string>();
 
   constructor(
     private readonly deps: RunExecutionDependencies,
@@ -96,32 +107,41 @@ export class RunExecution {
   /** Drive the graph to its end, retrying a failed attempt per the retry policy (each retry passes `beforeRetry`, I5). */
   async streamWithRetries(input: TaskInput | null): Promise<void> {
     // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
-    const task = input === null ? null : withId(toTaskMessage(input));
+    const task = input === null ? null : toTaskMessage(input);
     const graphInput = task === null ? null : { messages: [task] };
     for (;;) {
       this.attempts += 1;
+      this.streamedThisAttempt = false;
       try {
         await streamAttempt(this.registered, graphInput, runConfig(this.settings, this.controller.signal), {
           onValues: (values) => this.onValues(values),
-          onReplyChunk: (message) => this.onReplyChunk(message),
+          onReplyChunk: (message, metadata) => this.onReplyChunk(message, metadata),
         });
         return;
       } catch (error) {
+        this.retractUnlanded(this.controller.signal.aborted ? reasonOf(this.controller.signal) : 'the model call failed');
         await this.beforeRetry(error);
       }
     }
   }
 
-  /** Throws `error` when the run must give up; otherwise waits out the backoff. */
+  /** Throws `error` when the run must give up; otherwise waits out the backoff (or the provider's retry-after). */
   private async beforeRetry(error: unknown): Promise<void> {
-    const delayMs = retryDelay(error, this.attempts, this.deps.retry, this.controller.signal);
-    if (delayMs === null) throw error;
-    this.log.warn({ err: error, attempt: this.attempts, retryInMs: delayMs }, 'model call failed; retrying');
-    if (this.request.beforeRetry && !(await this.request.beforeRetry(this.attempts))) {
-      this.log.warn({ attempt: this.attempts }, 'no retry: the run may not make another model call');
+    const failure = classifyModelFailure(error, { streamed: this.streamedThisAttempt });
+    this.lastFailure = failure;
+    const decision = retryDecision(failure, this.attempts, this.deps.retry, this.controller.signal);
+    if (!decision.retry) {
+      if (!this.controller.signal.aborted) this.log.warn({ err: error, code: failure.code, attempt: this.attempts, why: decision.why }, 'model call failed; not retrying');
+      this.gaveUp = decision.why;
       throw error;
     }
-    await sleep(delayMs, this.controller.signal);
+    this.log.warn({ err: error, code: failure.code, attempt: this.attempts, retryInMs: decision.delayMs, ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}) }, 'model call failed; retrying');
+    if (this.request.beforeRetry && !(await this.request.beforeRetry(this.attempts))) {
+      this.log.warn({ attempt: this.attempts }, 'no retry: the run may not make another model call');
+      this.gaveUp = 'the run may not make another model call (its caps or budget)';
+      throw error;
+    }
+    await sleep(decision.delayMs, this.controller.signal);
   }
 
   /** Most steps add no message (memory recall, planner bookkeeping): only a grown message list is projected. */
@@ -131,12 +151,42 @@ export class RunExecution {
     if (messages.length === this.projectedLength) return;
     this.projected.push(...(await this.deps.projector.project(this.context, messages, this.runId)));
     this.projectedLength = messages.length;
+    // A step that added messages has ended: what its model streamed is in state now.
+    this.unlanded.clear();
   }
 
-  private onReplyChunk(message: BaseMessage): void {
-    const delta = typeof message.content === 'string' ? message.content : '';
+  /** Tell clients that the deltas they got for a message that never reached state are void. */
+  private retractUnlanded(reason: string): void {
+    for (const messageId of this.unlanded) {
+      this.deps.emit({ type: 'message.retracted', threadId: this.context.threadId, runId: this.runId, at: this.deps.clock.now().toISOString(), messageId, reason });
+    }
+    this.unlanded.clear();
+  }
+
+  /** Text parts of any shape are streamed (a string, or Anthropic's `[{ type: 'text', text }]`); tool-argument parts are not text. */
+  private onReplyChunk(message: BaseMessage, metadata: Record<string, unknown>): void {
+    const delta = deltaTextOf(message.content);
     if (!delta) return;
-    this.deps.emit({ type: 'message.delta', threadId: this.context.threadId, runId: this.runId, at: this.deps.clock.now().toISOString(), messageId: message.id ?? this.runId, delta });
+    const messageId = this.streamIdOf(message, metadata);
+    this.unlanded.add(messageId);
+    this.streamedThisAttempt = true;
+    this.deps.emit({ type: 'message.delta', threadId: this.context.threadId, runId: this.runId, at: this.deps.clock.now().toISOString(), messageId, delta });
+  }
+
+  /**
+   * The id the deltas of one model call carry: vigil's own (I13), one per call. The
+   * provider's chunk id is no key: a server that reuses one completion id would merge the
+   * deltas of two replies. The reply's stored id is assigned when it enters state
+   * (message-identity.ts) and comes with `message.end`.
+   */
+  private streamIdOf(message: BaseMessage, metadata: Record<string, unknown>): string {
+    const key = `${String(metadata.langgraph_checkpoint_ns ?? '')}|${String(metadata.langgraph_step ?? '')}|${message.id ?? ''}|${this.attempts}`;
+    let id = this.streamIds.get(key);
+    if (id === undefined) {
+      id = newMessageId();
+      this.streamIds.set(key, id);
+    }
+    return id;
   }
 
   /** The graph ended normally. */
@@ -150,10 +200,11 @@ export class RunExecution {
   /** The run failed or was cancelled: bring the projection in step with the checkpoint and record why. */
   async failRun(error: unknown): Promise<RunOutcome> {
     const cancelled = this.controller.signal.aborted;
-    const code: ErrorCode = cancelled ? 'RUN_CANCELLED' : isVigilError(error) ? error.code : 'MODEL_ERROR';
+    const failure = this.lastFailure ?? classifyModelFailure(error, { streamed: this.streamedThisAttempt });
+    const code: ErrorCode = cancelled ? 'RUN_CANCELLED' : failure.code;
     const message = cancelled ? reasonOf(this.controller.signal) : error instanceof Error ? error.message : String(error);
     if (cancelled) this.log.info({ reason: message }, 'run cancelled');
-    else this.log.error({ err: error, attempts: this.attempts }, 'run failed');
+    else this.log.error({ err: error, code, attempts: this.attempts }, 'run failed');
     if (!this.run) throw error;
     // The input may already be in the checkpoint: keep the projection in step with it.
     try {
@@ -164,7 +215,7 @@ export class RunExecution {
     }
     this.run = await this.deps.storage.runs.finish(this.runId, {
       status: cancelled ? 'cancelled' : 'failed',
-      reason: cancelled ? message : this.attempts > 1 ? `the model failed ${this.attempts} times` : null,
+      reason: cancelled ? message : failureReason(failure, this.attempts, this.gaveUp),
       errorCode: code,
       errorMessage: message,
       endedAt: this.deps.clock.now().toISOString(),
@@ -192,13 +243,13 @@ export class RunExecution {
   }
 }
 
+/** A run's end reason a person can read: what failed, how often, and why it stopped there. */
+function failureReason(failure: ModelFailure, attempts: number, gaveUp: string | undefined): string {
+  const what = attempts > 1 ? `the model failed ${attempts} times: ${failure.reason}` : failure.reason;
+  return gaveUp ? `${what}; ${gaveUp}` : what;
+}
+
 function reasonOf(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
   return reason instanceof Error ? reason.message : 'cancelled';
-}
-
-/** The task message with an id (a string becomes a message without metadata: a real one). */
-function withId(message: HumanMessage): HumanMessage {
-  if (!message.id) message.id = randomUUID();
-  return message;
 }

@@ -12,8 +12,8 @@ export const RUN_STREAM_MODES = ['messages', 'values'] as const;
 export interface AttemptSink {
   /** The graph's full state after a step. */
   onValues(values: unknown): Promise<void>;
-  /** A token chunk of a model call in a reply node (the graph's own filter already applied). */
-  onReplyChunk(message: BaseMessage): void;
+  /** A token chunk of a model call in a reply node, with LangGraph's metadata of the call (node, step, namespace). */
+  onReplyChunk(message: BaseMessage, metadata: Record<string, unknown>): void;
 }
 
 /** One attempt: drive the graph once, from `input` (null resumes the checkpoint), until it ends or throws. */
@@ -23,7 +23,7 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
     if (mode === 'values') await sink.onValues(chunk);
     else if (mode === 'messages') {
       const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
-      if (registered.replyNodes.has(String(metadata?.langgraph_node))) sink.onReplyChunk(message);
+      if (registered.replyNodes.has(String(metadata?.langgraph_node))) sink.onReplyChunk(message, metadata ?? {});
     }
   }
 }

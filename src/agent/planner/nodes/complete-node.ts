@@ -41,7 +41,7 @@ export function completeNode(runtime: PlannerRuntime) {
 
     const model = runtime.model(scope);
     if (meta.mode === 'reply' || !plan) {
-      const input = await runtime.context.prepare(conversationState(state), scope.run, config, { systemPrompt: memoryPrompt(scope.run.systemPrompt, meta) });
+      const input = await runtime.context.prepare(conversationState(state), scope.run, config, { recalled: recalledOf(meta) });
       const answer = await model.invoke(input.messages, config);
       input.observe(answer);
       return { messages: [asReply(answer, planId ?? null)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, input.messages) }, ...(input.update ?? {}) };
@@ -85,9 +85,9 @@ function asReply(answer: BaseMessage, planId: string | null): AIMessage {
   });
 }
 
-function memoryPrompt(base: string, meta: PlannerMetadata): string {
-  if (meta.memories.length === 0) return base;
-  return `${base}\n\nThings you remember about this person (long-term memory):\n${meta.memories.map((memory) => `- ${memory.content.replace(/\s+/g, ' ').trim()}`).join('\n')}`;
+/** The run's recalled memories, for the data block after the rules (never prompt text). */
+function recalledOf(meta: PlannerMetadata) {
+  return { memories: meta.memories.map((memory, index) => ({ id: memory.id ?? `recalled-${index + 1}`, content: memory.content, createdAt: memory.created_at })), foundBy: meta.memories[0]?.found_by ?? null };
 }
 
 function stoppedText(meta: PlannerMetadata, plan: PlanRecord | undefined): string {
