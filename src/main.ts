@@ -157,6 +157,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       runs: storage.runs,
       models,
       defaultModel: config.model,
+      context: contextWindow,
       runHeartbeat: (plan, heartbeat) => plans.runHeartbeat(plan, heartbeat),
       isBusy: (threadId) => plans.isBusy(threadId),
       clock,

@@ -196,6 +196,26 @@ export class ContextWindow {
     };
   }
 
+  /**
+   * Bound a model call that reads no thread history — a planner decision or the
+   * overlord's, whose input is the system prompt and one JSON context message — to the
+   * agent's budget: over it, the context message (the last non-envelope human message)
+   * is cut, marked, to what fits. Everything else is sent as built.
+   */
+  async bound(messages: readonly BaseMessage[], owner: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>): Promise<BaseMessage[]> {
+    const budget = await this.budget(owner);
+    const limit = Math.floor((budget.maxTokens - budget.answerTokens) / this.calibration.factor(owner.model));
+    const counts = messages.map((message) => this.counter.message(message).tokens);
+    const total = counts.reduce((sum, count) => sum + count, 0);
+    if (total <= limit) return [...messages];
+    let index = messages.length - 1;
+    while (index >= 0 && (messages[index]!.getType() !== 'human' || hasEnvelopeMarker(messages[index]!))) index -= 1;
+    if (index < 0) return [...messages];
+    const room = Math.max(0, limit - (total - counts[index]!));
+    this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], room }, 'decision input over the context budget; its context is cut to fit');
+    return messages.map((message, position) => (position === index ? this.shorten(message, room) : message));
+  }
+
   private async fold(
     run: ActiveRunSettings,
     config: RunnableConfig,

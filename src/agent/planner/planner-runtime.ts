@@ -9,7 +9,9 @@ import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
+import type { BaseMessage } from '@langchain/core/messages';
 import { ContextWindow } from '../context/context-window.js';
+import { decisionMessages, type PlannerRole } from './planner-prompts.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
 
@@ -79,6 +81,15 @@ export class PlannerRuntime {
       scope.log.error({ err: error, agentId: scope.run.agentId }, 'invalid planner settings; using the defaults');
       return plannerSettingsSchema.parse({});
     }
+  }
+
+  /**
+   * The messages of one planner decision, bounded to the agent's context budget (I14):
+   * a decision reads no thread history, but its JSON context (the request, evidence,
+   * results) can outgrow the budget; it is then cut, marked, to fit.
+   */
+  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>): Promise<BaseMessage[]> {
+    return this.context.bound(decisionMessages(role, scope.run, context), scope.run);
   }
 
   model(scope: RunScope) {
