@@ -102,7 +102,9 @@ export function isMediaBlock(block: unknown): boolean {
   return type === 'image_url' || type === 'image' || type === 'file' || type === 'audio' || type === 'input_audio' || type === 'video';
 }
 
-function contentSize(content: unknown): number {
-  if (typeof content === 'string') return content.length;
-  return Array.isArray(content) ? -content.length : 0;
+/** A cheap fingerprint of content: a copy with media replaced or text cut never shares a count with its original. */
+function contentSize(content: unknown): string {
+  if (typeof content === 'string') return String(content.length);
+  if (!Array.isArray(content)) return '0';
+  return content.map((block) => (typeof block === 'string' ? `s${block.length}` : `${String((block as { type?: unknown }).type)}${String((block as { text?: unknown }).text ?? '').length}`)).join(',');
 }
