@@ -137,6 +137,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       defaultModel: config.model,
       modelLabel,
       locks,
+      modelStallTimeoutMs: config.modelTimeoutMs,
       ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
       ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),
     });

@@ -35,6 +35,8 @@ export interface RunCoordinatorDependencies {
   retryBackoffMs?: number;
   /** The longest `retry-after` a retry waits for (default 30 s); a longer one ends the run. */
   maxRetryAfterMs?: number;
+  /** The longest silence inside a model's stream before the attempt fails MODEL_TIMEOUT (the model timeout). */
+  modelStallTimeoutMs?: number;
 }
 
 /** Runs a person's message pre-empts (I8): the agent acting on its own. */
@@ -149,7 +151,7 @@ export class RunCoordinator {
   private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
     const modelSpec = request.agent.model ?? this.deps.defaultModel;
     const execution = new RunExecution(
-      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec) },
+      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec) },
       request,
       registered,
       controller,

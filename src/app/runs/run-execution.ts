@@ -22,6 +22,8 @@ export interface RunExecutionDependencies {
   logger: Logger;
   projector: MessageProjector;
   retry: RetryPolicy;
+  /** The longest silence inside a model's stream (see streamAttempt); none when undefined. */
+  stallTimeoutMs?: number | undefined;
   emit: (event: VigilEvent) => void;
   /** The model spec of the run (the agent's, or the server's default) and its label. */
   modelSpec: string;
@@ -113,10 +115,13 @@ export class RunExecution {
       this.attempts += 1;
       this.streamedThisAttempt = false;
       try {
-        await streamAttempt(this.registered, graphInput, runConfig(this.settings, this.controller.signal), {
-          onValues: (values) => this.onValues(values),
-          onReplyChunk: (message, metadata) => this.onReplyChunk(message, metadata),
-        });
+        await streamAttempt(
+          this.registered,
+          graphInput,
+          runConfig(this.settings),
+          { onValues: (values) => this.onValues(values), onReplyChunk: (message, metadata) => this.onReplyChunk(message, metadata) },
+          { signal: this.controller.signal, stallTimeoutMs: this.deps.stallTimeoutMs },
+        );
         return;
       } catch (error) {
         this.retractUnlanded(this.controller.signal.aborted ? reasonOf(this.controller.signal) : 'the model call failed');
