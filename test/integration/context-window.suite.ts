@@ -172,6 +172,35 @@ export function contextWindowSuite(backend: () => Backend): void {
     expect(after.summary.coverage.messageCount).toBeGreaterThan(before.summary.coverage.messageCount);
   });
 
+  it("I5: a summary call in an autonomous run spends the agent's autonomy model-call budget; with none left it trims instead", async () => {
+    const threadId = (await server.request('POST', '/api/threads', { body: {} })).body.id as string;
+    // A person's turns until a fold is due but has not happened (every summary call fails meanwhile).
+    model.failSummaries = 1000;
+    let turn = 1;
+    while ((await context(threadId)).body.messages.trimmed === 0 && turn < 60) await send(threadId, said(turn++));
+    model.failSummaries = 0;
+    const followUp = () =>
+      server.services.conversations.runTriggered(ALICE.id, threadId, {
+        trigger: 'autonomy',
+        input: new HumanMessage({ content: TRIGGER_PROMPTS.check_in, additional_kwargs: syntheticMetadata('check_in', 'idle') }),
+      });
+
+    // No autonomy budget left: the follow-up is answered, with no summary call.
+    expect((await server.request('PUT', '/api/agents/default/autonomy', { body: { enabled: false, modelCallsPerDay: 0 } })).status).toBe(200);
+    const summariesBefore = model.summaries().length;
+    const refused = await followUp();
+    expect(refused.run.status).toBe('succeeded');
+    expect(model.summaries()).toHaveLength(summariesBefore);
+    expect(server.logs.some((line) => line.msg === 'autonomy model-call budget spent; no model call' && line.purpose === 'conversation summary')).toBe(true);
+    expect((await context(threadId)).body.messages.trimmed).toBeGreaterThan(0);
+
+    // With budget, the next autonomous run folds.
+    await server.request('PUT', '/api/agents/default/autonomy', { body: { enabled: false, modelCallsPerDay: 100 } });
+    await followUp();
+    expect(model.summaries().length).toBe(summariesBefore + 1);
+    expect((await context(threadId)).body.summary).not.toBeNull();
+  });
+
   it('I12: another user gets 404 for the context of a thread that is not theirs; an unknown thread is 404', async () => {
     const threadId = (await server.request('POST', '/api/threads', { body: {} })).body.id as string;
     await send(threadId, 'hello');
