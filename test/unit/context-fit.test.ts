@@ -108,3 +108,13 @@ describe('context budget: agent → server → model profile → 32,000', () => 
     expect(contextSettingsSchema.safeParse({ summaryModel: 'gpt' }).success).toBe(false);
   });
 });
+
+describe('I14: token counting ships with the package', () => {
+  it('counts with cl100k_base offline, and reads special-token text as plain text', async () => {
+    const { TokenCounter } = await import('../../src/agent/context/token-counter.js');
+    const counter = new TokenCounter();
+    expect(counter.text('hello world')).toBe(2);
+    expect(counter.text('<|endoftext|>')).toBeGreaterThan(1); // never the single control token
+    expect(counter.truncate('one two three four five', 2)).toBe('one two');
+  });
+});

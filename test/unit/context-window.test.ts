@@ -118,3 +118,21 @@ describe('I14: the context window of one model call', () => {
     expect(folded.update!.summary).toMatch(/^\[demo summary\]/);
   });
 });
+
+describe('the demo model writes a deterministic, bounded summary', () => {
+  it('counts what it folded, keeps the latest of what the person said, and stays bounded however long the thread', async () => {
+    const { DemoChatModel } = await import('../../src/adapters/llm/demo-chat-model.js');
+    const { summaryRequestText } = await import('../../src/domain/context/conversation-summary.js');
+    let summary: string | null = null;
+    for (let fold = 0; fold < 50; fold++) {
+      const lines = Array.from({ length: 10 }, (_, index) => (index % 2 ? { role: 'assistant' as const, text: 'ok' } : { role: 'person' as const, text: `fact ${fold * 10 + index}` }));
+      const next = DemoChatModel.summaryFor(summaryRequestText(summary, lines));
+      expect(DemoChatModel.summaryFor(summaryRequestText(summary, lines))).toBe(next);
+      summary = next;
+    }
+    expect(summary).toMatch(/^\[demo summary\] 500 messages folded\. The person said: /);
+    expect(summary).toContain('"fact 498"');
+    expect(summary).not.toContain('"fact 0"');
+    expect(counter.text(summary!)).toBeLessThan(200);
+  });
+});
