@@ -354,6 +354,9 @@ export function modelServerSuite(backend: () => Backend): void {
       const deltas = events.filter((event) => event.type === 'message.delta');
       expect(deltas.map((event) => event.delta)).toEqual(['Hello', ' from', ' parts.']);
       expect(new Set(deltas.map((event) => event.messageId)).size).toBe(1);
+      // The stored reply says which stream it was, so a client swaps the streamed text for it.
+      const reply = events.find((event) => event.type === 'message.end' && event.message.role === 'assistant');
+      expect(reply).toMatchObject({ message: { content: expect.arrayContaining([expect.objectContaining({ type: 'text', text: 'Hello from parts.' })]), metadata: { streamedAs: deltas[0]!.messageId } } });
       expect(events.at(-1)).toMatchObject({ type: 'run.end', status: 'succeeded' });
     });
   });

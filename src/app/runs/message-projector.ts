@@ -25,7 +25,12 @@ export class MessageProjector {
 
   constructor(private readonly deps: { storage: Storage; clock: Clock; logger: Logger; emit: (event: VigilEvent) => void }) {}
 
-  async project(context: RunContext, messages: readonly BaseMessage[], runId: string): Promise<StoredMessage[]> {
+  /**
+   * `streamedAs`: the `message.delta` id under which the step that produced these messages
+   * streamed its one reply, so a client can swap the streamed text for the stored message
+   * (`message.end`'s `metadata.streamedAs`); given only when it is unambiguous.
+   */
+  async project(context: RunContext, messages: readonly BaseMessage[], runId: string, streamedAs?: string): Promise<StoredMessage[]> {
     const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
     if (!thread || messages.length <= thread.messageCount) return [];
     const now = this.deps.clock.now().toISOString();
@@ -40,6 +45,8 @@ export class MessageProjector {
       }
     }
     const stored = await this.deps.storage.threads.appendMessages(context.threadId, fresh.map((entry) => entry.row), now);
+    const replies = stored.filter((message) => message.type === 'ai' && message.visibility === 'user');
+    const linked = streamedAs !== undefined && replies.length === 1 ? replies[0] : undefined;
     for (const message of stored) {
       if (message.visibility !== 'user') {
         this.deps.logger.debug({ threadId: context.threadId, runId, messageId: message.id, triggerType: message.additionalKwargs.trigger_type }, 'internal message kept out of client streams');
@@ -55,7 +62,7 @@ export class MessageProjector {
           role: message.type === 'human' ? 'user' : 'assistant',
           content: message.content,
           createdAt: message.createdAt,
-          metadata: publicMetadataOf(message),
+          metadata: message === linked ? { ...publicMetadataOf(message), streamedAs } : publicMetadataOf(message),
         },
       });
     }

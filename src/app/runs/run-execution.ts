@@ -154,10 +154,11 @@ export class RunExecution {
     this.lastValues = values;
     const messages = messagesOf(values);
     if (messages.length === this.projectedLength) return;
-    this.projected.push(...(await this.deps.projector.project(this.context, messages, this.runId)));
-    this.projectedLength = messages.length;
     // A step that added messages has ended: what its model streamed is in state now.
+    const streamedAs = this.unlanded.size === 1 ? [...this.unlanded][0] : undefined;
     this.unlanded.clear();
+    this.projected.push(...(await this.deps.projector.project(this.context, messages, this.runId, streamedAs)));
+    this.projectedLength = messages.length;
   }
 
   /** Tell clients that the deltas they got for a message that never reached state are void. */
