@@ -16,6 +16,7 @@ import { benchHistory } from './history.bench.js';
 import { benchTurns } from './turn.bench.js';
 import { benchEnvelope } from './envelope.bench.js';
 import { benchTimers } from './timers.bench.js';
+import { benchContextTokens } from './context-tokens.bench.js';
 import type { Bench, BenchOptions, BenchRow } from './types.js';
 import { collectGarbage, enableGc, postgresProblem, round } from './util.js';
 
@@ -25,6 +26,7 @@ const GROUPS: Record<string, Bench> = {
   turn: benchTurns,
   envelope: benchEnvelope,
   timers: benchTimers,
+  context: benchContextTokens,
 };
 
 interface Flags {

@@ -6,7 +6,8 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
-import { buildModelInput } from './envelope-injection.js';
+import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
+import { ContextWindow } from './context/context-window.js';
 import { runSettingsOf } from './run-settings.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
@@ -26,6 +27,8 @@ export interface RecalledMemory {
 export const ChatState = Annotation.Root({
   messages: Annotation<BaseMessage[]>({ reducer: vigilMessagesReducer, default: () => [] }),
   summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+  /** What `summary` stands for (I14): written with it, in the same checkpoint, so the two never disagree. */
+  summaryCoverage: Annotation<SummaryCoverage | null>({ reducer: (_previous, next) => next, default: () => null }),
   recalled: Annotation<RecalledMemory[]>({ reducer: (_previous, next) => next, default: () => [] }),
   memoryQuerySource: Annotation<MemoryQuerySource | null>({ reducer: (_previous, next) => next, default: () => null }),
 });
@@ -38,6 +41,8 @@ export interface ChatGraphDependencies {
   logger: Logger;
   /** How many memories one turn recalls. */
   memoryLimit?: number;
+  /** Fits every model call into the agent's context budget (I14); a default one uses the server-wide budget. */
+  context?: ContextWindow;
 }
 
 export const RESPOND_NODE = 'respond';
@@ -47,6 +52,7 @@ export const MEMORY_NODE = 'recall_memories';
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
   const { memories, models, logger } = dependencies;
   const memoryLimit = dependencies.memoryLimit ?? 5;
+  const context = dependencies.context ?? new ContextWindow({ models, logger, clock: { now: () => new Date() } });
 
   async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
@@ -67,16 +73,17 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
   async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const model = models(run.model);
-    // The recalled memories, the run context rule and the envelope live in this call's
-    // input only; the saved history receives just the reply. Memories are data after the
-    // rules, never prompt text.
-    const input = buildModelInput(messagesToSend(state), run, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
+    // The recalled memories, the run context rule, the envelope and the summary live in
+    // this call's input only; the saved history receives just the reply (and a new
+    // summary). Memories are data after the rules, never prompt text.
+    const input = await context.prepare(state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
     }
     const reply = await model.invoke(input.messages, config);
-    return { messages: [reply] };
+    input.observe(reply);
+    return { messages: [reply], ...(input.update ?? {}) };
   }
 
   return new StateGraph(ChatState)
@@ -89,14 +96,6 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
-
-/**
- * The seam where the thread's messages a model call sees are chosen: today all of them.
- * (Fitting the input to the agent's context budget, I14, belongs here.)
- */
-function messagesToSend(state: ChatStateValue): BaseMessage[] {
-  return state.messages;
-}
 
 function toClassifiable(message: BaseMessage) {
   return { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };

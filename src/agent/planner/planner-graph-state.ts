@@ -1,6 +1,7 @@
 import { Annotation } from '@langchain/langgraph';
 import { vigilMessagesReducer } from '../message-identity.js';
 import type { BaseMessage } from '@langchain/core/messages';
+import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import { emptyPlannerMetadata, type PlannerMetadata } from '../../domain/planner/planner-state.js';
 
 export const NODES = {
@@ -27,6 +28,9 @@ export const PlannerState = Annotation.Root({
     reducer: (previous, next) => ({ ...previous, ...next }),
     default: emptyPlannerMetadata,
   }),
+  /** The running conversation summary and what it covers (I14; see agent/context/context-window.ts). */
+  summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+  summaryCoverage: Annotation<SummaryCoverage | null>({ reducer: (_previous, next) => next, default: () => null }),
 });
 export type PlannerStateValue = typeof PlannerState.State;
-export type PlannerUpdate = { planner?: Partial<PlannerMetadata>; messages?: BaseMessage[] };
+export type PlannerUpdate = { planner?: Partial<PlannerMetadata>; messages?: BaseMessage[]; summary?: string; summaryCoverage?: SummaryCoverage };

@@ -10,6 +10,9 @@ import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
+import type { BaseMessage } from '@langchain/core/messages';
+import { ContextWindow } from '../context/context-window.js';
+import { decisionMessages, type PlannerRole } from './planner-prompts.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
 
@@ -27,6 +30,8 @@ export interface PlannerGraphDependencies {
   clock: Clock;
   logger: Logger;
   memoryLimit?: number;
+  /** Fits the model calls that read the conversation into the agent's context budget (I14). */
+  context?: ContextWindow;
 }
 
 /** What one node call knows about its run. */
@@ -57,7 +62,11 @@ export class PlannerRuntime {
    */
   readonly inWork = new Map<string, PlanInWork>();
 
-  constructor(readonly deps: PlannerGraphDependencies) {}
+  readonly context: ContextWindow;
+
+  constructor(readonly deps: PlannerGraphDependencies) {
+    this.context = deps.context ?? new ContextWindow({ models: deps.models, logger: deps.logger, clock: deps.clock, agents: deps.agents });
+  }
 
   scope(config: RunnableConfig): RunScope {
     const run = runSettingsOf(config);
@@ -73,6 +82,15 @@ export class PlannerRuntime {
       scope.log.error({ err: error, agentId: scope.run.agentId }, 'invalid planner settings; using the defaults');
       return plannerSettingsSchema.parse({});
     }
+  }
+
+  /**
+   * The messages of one planner decision, bounded to the agent's context budget (I14):
+   * a decision reads no thread history, but its JSON context (the request, evidence,
+   * results) can outgrow the budget; it is then cut, marked, to fit.
+   */
+  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>): Promise<BaseMessage[]> {
+    return this.context.bound(decisionMessages(role, scope.run, context), scope.run);
   }
 
   model(scope: RunScope) {

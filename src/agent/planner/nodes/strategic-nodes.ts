@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { strategicCritique, strategicPlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { MilestoneState, PlannerMetadata } from '../../../domain/planner/planner-state.js';
 import { malformedStop, revisionCapStop } from '../../../domain/planner/run-bounds.js';
-import { decisionMessages } from '../planner-prompts.js';
 import type { PlannerUpdate } from '../planner-graph-state.js';
 import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
 import { decide } from '../structured-decision.js';
@@ -26,7 +25,7 @@ export function strategicPlannerNode(runtime: PlannerRuntime) {
       tools: toolbox.descriptors.map((tool) => tool.name),
       ...(revising ? { goal: meta.strategicPlan?.goal, completedMilestones: completed.map(({ title, successCriteria }) => ({ title, successCriteria })), criticReason: meta.finalCriticReason } : {}),
     };
-    const answer = await decide(runtime.model(scope), strategicPlanDecision, 'strategic_plan', decisionMessages(revising ? 'strategic_revision' : 'strategic_plan', scope.run, context), {
+    const answer = await decide(runtime.model(scope), strategicPlanDecision, 'strategic_plan', await runtime.decisionInput(scope, revising ? 'strategic_revision' : 'strategic_plan', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -77,7 +76,7 @@ export function strategicCriticNode(runtime: PlannerRuntime) {
       })),
       knowledge: meta.knowledgeResults,
     };
-    const answer = await decide(runtime.model(scope), strategicCritique, 'strategic_critique', decisionMessages('strategic_critique', scope.run, context), {
+    const answer = await decide(runtime.model(scope), strategicCritique, 'strategic_critique', await runtime.decisionInput(scope, 'strategic_critique', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });

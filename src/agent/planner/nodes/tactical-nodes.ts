@@ -1,7 +1,7 @@
 import { executorDecision, tacticalCritique, tacticalPlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { PlannerMetadata, TacticalStepState } from '../../../domain/planner/planner-state.js';
 import { malformedStop, revisionCapStop } from '../../../domain/planner/run-bounds.js';
-import { decisionMessages, toolsForPrompt } from '../planner-prompts.js';
+import { toolsForPrompt } from '../planner-prompts.js';
 import type { PlannerUpdate } from '../planner-graph-state.js';
 import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
 import { decide } from '../structured-decision.js';
@@ -26,7 +26,7 @@ export function tacticalPlannerNode(runtime: PlannerRuntime) {
       tools: toolsForPrompt(toolbox.descriptors),
       ...(revising ? { previousSteps: meta.tacticalPlan?.steps ?? [], criticReason: meta.criticReason, revision: meta.revisionCount } : {}),
     };
-    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', decisionMessages('tactical_plan', scope.run, context), {
+    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', await runtime.decisionInput(scope, 'tactical_plan', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -72,7 +72,7 @@ export function executorNode(runtime: PlannerRuntime) {
       callsSoFarForThisStep: earlier,
       tools: toolsForPrompt(offered),
     };
-    const answer = await decide(runtime.model(scope), executorDecision, 'executor_step', decisionMessages('executor', scope.run, context), {
+    const answer = await decide(runtime.model(scope), executorDecision, 'executor_step', await runtime.decisionInput(scope, 'executor', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -120,7 +120,7 @@ export function tacticalCriticNode(runtime: PlannerRuntime) {
       toolResults: Object.values(meta.toolResults),
       revision: meta.revisionCount,
     };
-    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', decisionMessages('tactical_critique', scope.run, context), {
+    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', await runtime.decisionInput(scope, 'tactical_critique', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
