@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { createRequire } from 'node:module';
-import BetterSqlite3 from 'better-sqlite3';
+import { openNodeSqlite } from '../src/adapters/sql/node-sqlite.js';
 import { benchFiltering } from './filtering.bench.js';
 import { benchHistory } from './history.bench.js';
 import { benchTurns } from './turn.bench.js';
@@ -102,7 +102,7 @@ async function main(): Promise<number> {
 
 async function machineInfo(flags: Flags, postgres: { version?: string; problem?: string }, gc: boolean, postgresUrl: string): Promise<string> {
   const cpuList = cpus();
-  const memory = new BetterSqlite3(':memory:');
+  const memory = openNodeSqlite(':memory:');
   const sqliteVersion = (memory.prepare('select sqlite_version() as v').get() as { v: string }).v;
   memory.close();
   const require = createRequire(import.meta.url);
@@ -129,7 +129,7 @@ async function machineInfo(flags: Flags, postgres: { version?: string; problem?:
     `mode        ${flags.quick ? 'QUICK (smoke sizes)' : 'full'}${flags.only ? `, only ${flags.only.join(', ')}` : ''}`,
     `machine     ${cpuList.length} cpus × ${cpuList[0]?.model.trim() ?? 'unknown'}; ${round(totalmem() / 2 ** 30, 1)} GiB RAM (${round(freemem() / 2 ** 30, 1)} free); load ${loadavg().map((value) => value.toFixed(2)).join(' ')}`,
     `runtime     node ${process.version} ${process.platform}/${process.arch}; GC between groups: ${gc ? 'yes' : 'no'}`,
-    `libraries   @langchain/langgraph ${await versionOf('@langchain/langgraph')}, checkpoint-sqlite ${await versionOf('@langchain/langgraph-checkpoint-sqlite')}, checkpoint-postgres ${await versionOf('@langchain/langgraph-checkpoint-postgres')}, better-sqlite3 ${await versionOf('better-sqlite3')}`,
+    `libraries   @langchain/langgraph ${await versionOf('@langchain/langgraph')}, checkpoint-postgres ${await versionOf('@langchain/langgraph-checkpoint-postgres')}, sqlite: node:sqlite`,
     `sqlite      ${sqliteVersion} (files under the OS temp dir, WAL)`,
     `postgresql  ${postgres.problem === undefined ? `${postgres.version} at ${redact(postgresUrl)}` : `UNREACHABLE at ${redact(postgresUrl)} (${postgres.problem}): PostgreSQL rows skipped`}`,
   ];

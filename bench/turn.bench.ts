@@ -22,8 +22,8 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import { Annotation, END, MessagesDeltaValue, START, StateGraph, StateSchema, messagesStateReducer } from '@langchain/langgraph';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
-import BetterSqlite3 from 'better-sqlite3';
+import { NodeSqliteSaver } from '../src/adapters/sql/checkpoint-sqlite-base.js';
+import { openNodeSqlite } from '../src/adapters/sql/node-sqlite.js';
 import { InProcessEventBus } from '../src/adapters/events/in-process-event-bus.js';
 import { DEMO_MODEL_NAME, DemoChatModel } from '../src/adapters/llm/demo-chat-model.js';
 import { RESPOND_NODE, buildChatGraph, type ChatStateValue } from '../src/agent/chat-graph.js';
@@ -328,13 +328,15 @@ interface OpenedSaver {
 async function openSaver(options: BenchOptions, backend: BackendName, label: string): Promise<OpenedSaver> {
   if (backend === 'sqlite') {
     const file = join(await tempDir(options, `turn-${label}`), 'langgraph.sqlite');
-    const database = new BetterSqlite3(file);
     // WAL, as vigil's SQLite storage uses, so the two differ in what they store, not how.
-    database.pragma('journal_mode = WAL');
+    // LangGraph's SqliteSaver needs better-sqlite3 (a native addon vigil no longer
+    // installs); its line-by-line port to node:sqlite stands in for it (measured within
+    // noise of the original on the same workload before the switch).
+    const database = openNodeSqlite(file);
     options.onCleanup(async () => {
       database.close();
     });
-    return { saver: new SqliteSaver(database), bytes: () => sqliteBytes(file), checkpoints: (threadId) => sqliteCheckpointCount(file, threadId) };
+    return { saver: new NodeSqliteSaver(database), bytes: () => sqliteBytes(file), checkpoints: (threadId) => sqliteCheckpointCount(file, threadId) };
   }
   const url = options.postgresUrl!;
   const schema = benchSchema(options, url);

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
-import BetterSqlite3 from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe } from 'vitest';
+import { NodeSqliteSaver } from '../../src/adapters/sql/checkpoint-sqlite-base.js';
+import { openNodeSqlite } from '../../src/adapters/sql/node-sqlite.js';
 import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { Closers, checkpointCacheSuite } from './checkpoint-cache.suite.js';
@@ -22,11 +22,11 @@ describe('checkpoint cache: SQLite', () => {
         return storage;
       },
       async reference() {
-        const database = new BetterSqlite3(file);
+        const database = openNodeSqlite(file);
         closers.add(async () => {
           database.close();
         });
-        return new SqliteSaver(database);
+        return new NodeSqliteSaver(database);
       },
       close: () => closers.closeAll(),
     };

@@ -1,5 +1,5 @@
 /**
- * LangGraph's SqliteSaver on the same better-sqlite3 connection as Kysely, with its
+ * LangGraph's SqliteSaver (ported to node:sqlite, see checkpoint-sqlite-base.ts) on the same connection as Kysely, with its
  * writes held back while one of our transactions is open, and a per-thread cache of the
  * latest checkpoint.
  *
@@ -17,13 +17,13 @@
  * (id, parent, stored sizes, and the pending writes a read must return anyway) confirms
  * the stored checkpoint is still that one. Everything else is SqliteSaver's own code.
  */
-import type { Database, Statement } from 'better-sqlite3';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { copyCheckpoint, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import type { AsyncMutex } from './async-mutex.js';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { CheckpointValueCodec, detach } from './checkpoint-values.js';
+import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
 
 interface SqliteEntry extends CachedCheckpoint {
   /** Stored lengths of the row's documents: a rewrite of the same id would change them. */
@@ -46,42 +46,19 @@ interface SizeRow {
   metadata_bytes: number;
 }
 
-interface StoredWrite {
-  task_id: string;
-  channel: string;
-  type: string | null;
-  value: string | null;
-}
-
-/** SqliteSaver's pending-writes subquery, verbatim, so a cached read returns them in the same order. */
-const PENDING_WRITES = `(
-      SELECT
-        json_group_array(
-          json_object(
-            'task_id', pw.task_id,
-            'channel', pw.channel,
-            'type', pw.type,
-            'value', CAST(pw.value AS TEXT)
-          )
-        )
-      FROM writes as pw
-      WHERE pw.thread_id = checkpoints.thread_id
-        AND pw.checkpoint_ns = checkpoints.checkpoint_ns
-        AND pw.checkpoint_id = checkpoints.checkpoint_id
-    ) as pending_writes`;
 
 const PROBE_COLUMNS = `thread_id, checkpoint_id, parent_checkpoint_id,
-  length(checkpoint) AS checkpoint_bytes, length(metadata) AS metadata_bytes, ${PENDING_WRITES}`;
+  length(checkpoint) AS checkpoint_bytes, length(metadata) AS metadata_bytes, ${PENDING_WRITES_COLUMN}`;
 
-export class GatedSqliteSaver extends SqliteSaver {
+export class GatedSqliteSaver extends NodeSqliteSaver {
   readonly #gate: AsyncMutex;
   readonly #cache: CheckpointCache<SqliteEntry>;
   readonly #codec: CheckpointValueCodec;
-  #probeLatest: Statement | undefined;
-  #probeById: Statement | undefined;
-  #sizes: Statement | undefined;
+  #probeLatest: StatementSync | undefined;
+  #probeById: StatementSync | undefined;
+  #sizes: StatementSync | undefined;
 
-  constructor(db: Database, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits> } = {}) {
+  constructor(db: DatabaseSync, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits> } = {}) {
     super(db);
     this.#gate = gate;
     this.#cache = new CheckpointCache(options.cache);
@@ -186,11 +163,7 @@ export class GatedSqliteSaver extends SqliteSaver {
     const finalConfig: RunnableConfig = address.checkpointId
       ? config
       : { configurable: { thread_id: probe.thread_id, checkpoint_ns: checkpointNs, checkpoint_id: probe.checkpoint_id } };
-    const pendingWrites = await Promise.all(
-      (JSON.parse(probe.pending_writes) as StoredWrite[]).map(
-        async (write) => [write.task_id, write.channel, await this.serde.loadsTyped(write.type ?? 'json', write.value ?? '')] as [string, string, unknown],
-      ),
-    );
+    const pendingWrites = await this.loadPendingWrites(probe.pending_writes);
     return {
       checkpoint: detach(entry.checkpoint),
       config: finalConfig,
