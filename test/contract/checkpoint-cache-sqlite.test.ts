@@ -1,8 +1,6 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe } from 'vitest';
-import { NodeSqliteSaver } from '../../src/adapters/sql/checkpoint-sqlite-base.js';
-import { openNodeSqlite } from '../../src/adapters/sql/node-sqlite.js';
 import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { Closers, checkpointCacheSuite } from './checkpoint-cache.suite.js';
@@ -22,11 +20,12 @@ describe('checkpoint cache: SQLite', () => {
         return storage;
       },
       async reference() {
-        const database = openNodeSqlite(file);
-        closers.add(async () => {
-          database.close();
-        });
-        return new NodeSqliteSaver(database);
+        // vigil's saver on another connection with no cache and no message memory: every
+        // read rebuilds the checkpoint from its rows (LangGraph's SqliteSaver cannot read
+        // the message log; its port is checked against the conformance suite instead).
+        const storage = await openSqliteStorage({ file, logger, checkpointCache: { maxThreads: 0 }, messageLog: { maxThreads: 0 } });
+        closers.add(() => storage.close());
+        return storage.checkpointer;
       },
       close: () => closers.closeAll(),
     };

@@ -64,7 +64,7 @@ describe('checkpointer conformance: SQLite', () => {
     },
     createCheckpointer() {
       const saver = storage!.checkpointer as NodeSqliteSaver;
-      saver.db.exec('DELETE FROM checkpoints; DELETE FROM writes;');
+      saver.db.exec('DELETE FROM checkpoints; DELETE FROM writes; DELETE FROM checkpoint_messages;');
       return saver;
     },
   });
@@ -92,7 +92,7 @@ describePostgres('checkpointer conformance: PostgreSQL', postgres, () => {
       expect(hits).toBeGreaterThan(0);
     },
     async createCheckpointer() {
-      await cleaner!.query(`TRUNCATE "${schema}".checkpoints, "${schema}".checkpoint_blobs, "${schema}".checkpoint_writes`);
+      await cleaner!.query(`TRUNCATE "${schema}".checkpoints, "${schema}".checkpoint_blobs, "${schema}".checkpoint_writes, "${schema}".checkpoint_messages`);
       return storage!.checkpointer;
     },
   });

@@ -130,7 +130,12 @@ CREATE TABLE IF NOT EXISTS writes (
     this.isSetup = true;
   }
 
-  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+  getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    return this.readTuple(config, false);
+  }
+
+  /** getTuple; `fresh` asks subclasses to rebuild values from the rows alone, using no memory. */
+  protected async readTuple(config: RunnableConfig, fresh: boolean): Promise<CheckpointTuple | undefined> {
     this.setup();
     const { thread_id, checkpoint_ns = '', checkpoint_id } = (config.configurable ?? {}) as Record<string, unknown>;
     // better-sqlite3 bound a missing thread id as NULL (matching nothing); node:sqlite refuses undefined.
@@ -145,7 +150,7 @@ CREATE TABLE IF NOT EXISTS writes (
     if (finalConfig.configurable?.thread_id === undefined || finalConfig.configurable?.checkpoint_id === undefined) {
       throw new Error('Missing thread_id or checkpoint_id');
     }
-    return this.tupleFromRow(row, finalConfig, checkpoint_ns as string);
+    return this.tupleFromRow(row, finalConfig, checkpoint_ns as string, fresh);
   }
 
   async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
@@ -171,7 +176,7 @@ CREATE TABLE IF NOT EXISTS writes (
     ].filter((value) => value !== undefined && value !== null) as SQLInputValue[];
     const rows = this.db.prepare(sql).all(...args) as unknown as CheckpointRow[];
     for (const row of rows) {
-      yield await this.tupleFromRow(row, { configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id } }, row.checkpoint_ns);
+      yield await this.tupleFromRow(row, { configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id } }, row.checkpoint_ns, false);
     }
   }
 
@@ -182,7 +187,7 @@ CREATE TABLE IF NOT EXISTS writes (
     const checkpoint_ns = (config.configurable.checkpoint_ns as string | undefined) ?? '';
     const parent_checkpoint_id = (config.configurable.checkpoint_id as string | undefined) ?? null;
     if (!thread_id) throw new Error(`Missing "thread_id" field in passed "config.configurable".`);
-    const preparedCheckpoint = this.prepareForStorage(thread_id, checkpoint_ns, copyCheckpoint(checkpoint));
+    const preparedCheckpoint = await this.prepareForStorage(thread_id, checkpoint_ns, copyCheckpoint(checkpoint));
     const [[type1, serializedCheckpoint], [type2, serializedMetadata]] = await Promise.all([
       this.serde.dumpsTyped(preparedCheckpoint),
       this.serde.dumpsTyped(metadata),
@@ -234,16 +239,17 @@ CREATE TABLE IF NOT EXISTS writes (
   }
 
   /** What put stores for the checkpoint (a subclass may store some channels elsewhere). */
-  protected prepareForStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint): Checkpoint {
+  protected async prepareForStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint): Promise<Checkpoint> {
     void threadId;
     void checkpointNs;
     return checkpoint;
   }
 
   /** The stored checkpoint as put was given it (the inverse of prepareForStorage). */
-  protected async restoreFromStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint): Promise<Checkpoint> {
+  protected async restoreFromStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint, fresh: boolean): Promise<Checkpoint> {
     void threadId;
     void checkpointNs;
+    void fresh;
     return checkpoint;
   }
 
@@ -255,11 +261,11 @@ CREATE TABLE IF NOT EXISTS writes (
     );
   }
 
-  private async tupleFromRow(row: CheckpointRow, config: RunnableConfig, checkpointNs: string): Promise<CheckpointTuple> {
+  private async tupleFromRow(row: CheckpointRow, config: RunnableConfig, checkpointNs: string, fresh: boolean): Promise<CheckpointTuple> {
     const pendingWrites = await this.loadPendingWrites(row.pending_writes);
     let checkpoint = (await this.serde.loadsTyped(row.type ?? 'json', row.checkpoint)) as Checkpoint;
     if (checkpoint.v < 4 && row.parent_checkpoint_id != null) await this.migratePendingSends(checkpoint, row.thread_id, row.parent_checkpoint_id);
-    checkpoint = await this.restoreFromStorage(row.thread_id, checkpointNs, checkpoint);
+    checkpoint = await this.restoreFromStorage(row.thread_id, checkpointNs, checkpoint, fresh);
     return {
       checkpoint,
       config,

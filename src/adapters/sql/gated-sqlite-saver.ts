@@ -24,6 +24,9 @@ import type { AsyncMutex } from './async-mutex.js';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { CheckpointValueCodec, detach } from './checkpoint-values.js';
 import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
+import { MessageLog, type MessageLogLimits } from './message-log.js';
+import { SQLITE_MESSAGE_LOG_DDL, SqliteMessageLogStore } from './message-log-sqlite.js';
+import { inSyncTransaction } from './node-sqlite.js';
 
 interface SqliteEntry extends CachedCheckpoint {
   /** Stored lengths of the row's documents: a rewrite of the same id would change them. */
@@ -57,12 +60,15 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
   #probeLatest: StatementSync | undefined;
   #probeById: StatementSync | undefined;
   #sizes: StatementSync | undefined;
+  #log: MessageLog | undefined;
+  readonly #logLimits: Partial<MessageLogLimits> | undefined;
 
-  constructor(db: DatabaseSync, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits> } = {}) {
+  constructor(db: DatabaseSync, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits>; messageLog?: Partial<MessageLogLimits> } = {}) {
     super(db);
     this.#gate = gate;
     this.#cache = new CheckpointCache(options.cache);
     this.#codec = new CheckpointValueCodec(this.serde);
+    this.#logLimits = options.messageLog;
   }
 
   /**
@@ -71,6 +77,8 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
    */
   prepare(): void {
     this.setup();
+    for (const statement of SQLITE_MESSAGE_LOG_DDL) this.db.exec(statement);
+    this.#log = new MessageLog(new SqliteMessageLogStore(this.db), this.serde, this.#logLimits);
     this.#probeLatest = this.db.prepare(`SELECT ${PROBE_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`);
     this.#probeById = this.db.prepare(`SELECT ${PROBE_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`);
     this.#sizes = this.db.prepare(
@@ -85,7 +93,7 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
 
   /** getTuple straight from the table, neither using nor filling the cache (for checks of what is stored). */
   getTupleFromStorage(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    return super.getTuple(config);
+    return this.readTuple(config, true);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -146,10 +154,23 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
     return this.#gate.run(async () => {
       try {
         await super.deleteThread(threadId);
+        if (this.#log !== undefined) inSyncTransaction(this.db, () => this.db.prepare('DELETE FROM checkpoint_messages WHERE thread_id = ?').run(threadId));
       } finally {
         this.#cache.forgetThread(String(threadId));
+        this.#log?.forgetThread(String(threadId));
       }
     });
+  }
+
+  /** Message lists go to the thread's message log; the checkpoint keeps a reference (see message-log.ts). */
+  protected override async prepareForStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint): Promise<Checkpoint> {
+    if (this.#log === undefined) return checkpoint;
+    return { ...checkpoint, channel_values: await this.#log.toStored(String(threadId), checkpointNs, checkpoint.channel_values) };
+  }
+
+  protected override async restoreFromStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint, fresh: boolean): Promise<Checkpoint> {
+    if (this.#log === undefined) return checkpoint;
+    return { ...checkpoint, channel_values: await this.#log.fromStored(String(threadId), checkpointNs, checkpoint.channel_values ?? {}, { fresh }) };
   }
 
   /** What SqliteSaver.getTuple builds from its row, with the checkpoint and metadata from the cache. */

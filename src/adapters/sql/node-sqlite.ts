@@ -51,8 +51,8 @@ function statementFor(statement: StatementSync): SqliteStatement {
  * Runs `work` in one transaction on a synchronous connection (better-sqlite3's
  * `db.transaction(fn)()`): committed when it returns, rolled back when it throws.
  */
-export function inSyncTransaction<T>(database: DatabaseSync, work: () => T): T {
-  database.exec('BEGIN');
+export function inSyncTransaction<T>(database: DatabaseSync, work: () => T, begin: 'BEGIN' | 'BEGIN IMMEDIATE' = 'BEGIN'): T {
+  database.exec(begin);
   try {
     const result = work();
     database.exec('COMMIT');

@@ -4,6 +4,7 @@ import { AsyncMutex } from './async-mutex.js';
 import type { CheckpointCacheLimits } from './checkpoint-cache.js';
 import type { Database, SqlContext } from './database.js';
 import { GatedSqliteSaver } from './gated-sqlite-saver.js';
+import type { MessageLogLimits } from './message-log.js';
 import { migrate } from './migrator.js';
 import { kyselySqliteDatabase, openNodeSqlite } from './node-sqlite.js';
 import { SqlStorage } from './sql-storage.js';
@@ -12,7 +13,13 @@ import { SqlStorage } from './sql-storage.js';
  * App tables and LangGraph checkpoints in one SQLite file (or ':memory:'), on one
  * node:sqlite connection shared by Kysely and the checkpoint saver.
  */
-export async function openSqliteStorage(options: { file: string; logger: Logger; checkpointCache?: Partial<CheckpointCacheLimits> }): Promise<SqlStorage> {
+export async function openSqliteStorage(options: {
+  file: string;
+  logger: Logger;
+  checkpointCache?: Partial<CheckpointCacheLimits>;
+  /** What the message log keeps loaded (see message-log.ts); `maxThreads: 0` keeps nothing. */
+  messageLog?: Partial<MessageLogLimits>;
+}): Promise<SqlStorage> {
   const database = openNodeSqlite(options.file);
   let db: Kysely<Database> | undefined;
   try {
@@ -24,7 +31,7 @@ export async function openSqliteStorage(options: { file: string; logger: Logger;
     database.exec('PRAGMA optimize=0x10002');
 
     const gate = new AsyncMutex();
-    const checkpointer = new GatedSqliteSaver(database, gate, { cache: options.checkpointCache });
+    const checkpointer = new GatedSqliteSaver(database, gate, { cache: options.checkpointCache, messageLog: options.messageLog });
     checkpointer.prepare();
     const context: SqlContext = {
       db: kysely,

@@ -1,0 +1,280 @@
+/**
+ * The thread's append-only message log, shared by vigil's SQLite and PostgreSQL savers.
+ *
+ * Why: LangGraph's savers store a channel's whole value with each checkpoint (SQLite:
+ * every checkpoint; PostgreSQL: every new channel version), so a turn on a long thread
+ * re-serialises and re-stores every message, several times. Here each distinct message
+ * version is written once, as one row of `checkpoint_messages` with a per-(thread,
+ * namespace) sequence number, and a checkpoint stores, in place of a message list, a
+ * reference: the list's sequence numbers as ranges (`[lo, hi, lo, hi, …]`). An append-only
+ * thread is one range however long it gets; a removal splits a range, a replacement by id
+ * adds the new version's number (an edit never rewrites a row, so an older checkpoint
+ * still rebuilds its own list: time travel works).
+ *
+ * Why a sibling of `thread_messages` and not that table: the projection is the app's view
+ * (one row per message id, visibility, run, preview, written in the app's transactions,
+ * only for threads people own), while the checkpoint log must hold every version of a
+ * message, per namespace (subgraphs), for any thread id LangGraph is given.
+ *
+ * What stays in memory, per recent thread: the loaded message for each sequence number,
+ * and which message instances are which numbers. A put then serialises only the messages
+ * it has not seen (the turn's new ones), and a read deserialises only the rows it does
+ * not hold. Before using memory, one indexed lookup checks that the oldest row it knows
+ * still holds the same message (a deleted thread, or one emptied behind our back, is a
+ * miss and memory is dropped). Rows are never updated, so a known row is the row.
+ *
+ * Only lists of LangChain messages that all carry a string id are logged; any other
+ * value is stored by the saver as before. Like the checkpoint cache, this treats loaded
+ * messages as immutable (LangGraph's reducer builds new lists and never edits a message
+ * in place).
+ */
+import { BaseMessage } from '@langchain/core/messages';
+import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
+
+/** The key of the reference object a checkpoint stores in place of a logged list. */
+export const MESSAGE_LOG_REF = 'vigil:message-log';
+
+export interface LoggedRow {
+  seq: number;
+  messageId: string;
+  type: string;
+  value: Uint8Array;
+}
+
+export interface NewLogRow {
+  messageId: string;
+  type: string;
+  value: Uint8Array;
+}
+
+/** The few statements the log needs, per backend. */
+export interface MessageLogStore {
+  /** Rows of the thread's log whose seq falls in the ranges (`[lo, hi, …]`, inclusive). */
+  read(threadId: string, checkpointNs: string, ranges: readonly number[]): Promise<LoggedRow[]>;
+  /** The newest row for each of these message ids. */
+  latest(threadId: string, checkpointNs: string, messageIds: readonly string[]): Promise<LoggedRow[]>;
+  /** Appends the rows in order and returns their seqs. */
+  append(threadId: string, checkpointNs: string, rows: readonly NewLogRow[]): Promise<number[]>;
+  /** The message id stored at `seq`, if the row exists. */
+  messageIdAt(threadId: string, checkpointNs: string, seq: number): Promise<string | undefined>;
+}
+
+export interface MessageLogLimits {
+  /** Threads (and namespaces) whose messages stay loaded. */
+  maxThreads: number;
+  /** Loaded messages kept over all threads; the least recently used threads go first. */
+  maxMessages: number;
+}
+
+const DEFAULT_LIMITS: MessageLogLimits = { maxThreads: 256, maxMessages: 200_000 };
+
+interface ThreadLog {
+  readonly bySeq: Map<number, BaseMessage>;
+  readonly seqOf: WeakMap<object, number>;
+  /** The oldest row this process knows, checked before memory is trusted. */
+  anchor: { seq: number; messageId: string } | undefined;
+}
+
+export class MessageLog {
+  readonly #store: MessageLogStore;
+  readonly #serde: SerializerProtocol;
+  readonly #limits: MessageLogLimits;
+  /** Insertion order is recency. */
+  readonly #threads = new Map<string, ThreadLog>();
+  #messages = 0;
+  /** One log operation per thread at a time (seq allocation, memory updates). */
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(store: MessageLogStore, serde: SerializerProtocol, limits: Partial<MessageLogLimits> = {}) {
+    this.#store = store;
+    this.#serde = serde;
+    this.#limits = { ...DEFAULT_LIMITS, ...limits };
+  }
+
+  /** The checkpoint's channel values with each loggable message list written to the log and replaced by its reference. */
+  async toStored(threadId: string, checkpointNs: string, values: Record<string, unknown>, channels?: Iterable<string>): Promise<Record<string, unknown>> {
+    const names = channels === undefined ? Object.keys(values) : [...channels].filter((name) => name in values);
+    const lists = names.filter((name) => isLoggable(values[name]));
+    if (lists.length === 0) return values;
+    return this.#serialized(key(threadId, checkpointNs), async () => {
+      const log = await this.#threadLog(threadId, checkpointNs);
+      const stored = { ...values };
+      for (const name of lists) stored[name] = { [MESSAGE_LOG_REF]: toRanges(await this.#write(threadId, checkpointNs, log, values[name] as BaseMessage[])) };
+      return stored;
+    });
+  }
+
+  /** The channel values with every log reference replaced by the list it stands for. */
+  async fromStored(threadId: string, checkpointNs: string, values: Record<string, unknown>, options: { fresh?: boolean } = {}): Promise<Record<string, unknown>> {
+    const refs = Object.keys(values).filter((name) => rangesOf(values[name]) !== undefined);
+    if (refs.length === 0) return values;
+    return this.#serialized(key(threadId, checkpointNs), async () => {
+      // Fresh: every message from its row, nothing from or into memory (checks of what is stored).
+      const log = options.fresh === true ? emptyLog() : await this.#threadLog(threadId, checkpointNs);
+      const restored = { ...values };
+      for (const name of refs) restored[name] = await this.#read(threadId, checkpointNs, log, rangesOf(values[name])!);
+      return restored;
+    });
+  }
+
+  /** Drops what memory holds for a thread (its rows are being deleted). */
+  forgetThread(threadId: string): void {
+    for (const [name, log] of this.#threads) {
+      if (JSON.parse(name)[0] === threadId) {
+        this.#messages -= log.bySeq.size;
+        this.#threads.delete(name);
+      }
+    }
+  }
+
+  async #write(threadId: string, checkpointNs: string, log: ThreadLog, list: readonly BaseMessage[]): Promise<number[]> {
+    const seqs = new Array<number>(list.length);
+    const unknown: number[] = [];
+    list.forEach((message, index) => {
+      const seq = log.seqOf.get(message);
+      if (seq === undefined) unknown.push(index);
+      else seqs[index] = seq;
+    });
+    if (unknown.length === 0) return seqs;
+    // Only what this process has not seen is serialised: a turn's new messages.
+    const dumped = await Promise.all(unknown.map((index) => this.#serde.dumpsTyped(list[index])));
+    const ids = unknown.map((index) => list[index]!.id as string);
+    const existing = new Map((await this.#store.latest(threadId, checkpointNs, [...new Set(ids)])).map((row) => [row.messageId, row]));
+    const toAppend: { index: number; row: NewLogRow }[] = [];
+    unknown.forEach((index, position) => {
+      const [type, value] = dumped[position]!;
+      const bytes = typeof value === 'string' ? new TextEncoder().encode(value) : new Uint8Array(value);
+      const stored = existing.get(ids[position]!);
+      // The same version of the message is already logged (a copy made elsewhere, or
+      // memory lost to eviction): point at it rather than write it again.
+      if (stored !== undefined && stored.type === type && sameBytes(stored.value, bytes)) seqs[index] = stored.seq;
+      else toAppend.push({ index, row: { messageId: ids[position]!, type, value: bytes } });
+    });
+    if (toAppend.length > 0) {
+      const appended = await this.#store.append(threadId, checkpointNs, toAppend.map((entry) => entry.row));
+      toAppend.forEach((entry, position) => {
+        seqs[entry.index] = appended[position]!;
+      });
+    }
+    // Memory holds what a read would return (a loaded copy), never the caller's instance.
+    for (const [position, index] of unknown.entries()) {
+      const seq = seqs[index]!;
+      log.seqOf.set(list[index]!, seq);
+      if (!log.bySeq.has(seq)) {
+        const [type, value] = dumped[position]!;
+        this.#remember(log, seq, (await this.#serde.loadsTyped(type, value)) as BaseMessage, ids[position]!);
+      }
+    }
+    this.#trim();
+    return seqs;
+  }
+
+  async #read(threadId: string, checkpointNs: string, log: ThreadLog, ranges: readonly number[]): Promise<BaseMessage[]> {
+    const seqs = expand(ranges);
+    const missing = seqs.filter((seq) => !log.bySeq.has(seq));
+    if (missing.length > 0) {
+      const rows = await this.#store.read(threadId, checkpointNs, toRanges(missing));
+      const loaded = await Promise.all(rows.map(async (row) => [row, (await this.#serde.loadsTyped(row.type, row.value)) as BaseMessage] as const));
+      for (const [row, message] of loaded) this.#remember(log, row.seq, message, row.messageId);
+    }
+    const list = seqs.map((seq) => {
+      const message = log.bySeq.get(seq);
+      if (message === undefined) throw new Error(`message log of thread ${threadId} has no row ${seq}`);
+      return message;
+    });
+    this.#trim();
+    return list;
+  }
+
+  #remember(log: ThreadLog, seq: number, message: BaseMessage, messageId: string): void {
+    if (!log.bySeq.has(seq)) this.#messages++;
+    log.bySeq.set(seq, message);
+    log.seqOf.set(message, seq);
+    if (log.anchor === undefined || seq < log.anchor.seq) log.anchor = { seq, messageId };
+  }
+
+  /** The thread's memory, after checking it still describes the stored log. */
+  async #threadLog(threadId: string, checkpointNs: string): Promise<ThreadLog> {
+    const name = key(threadId, checkpointNs);
+    let log = this.#threads.get(name);
+    if (log !== undefined) {
+      this.#threads.delete(name);
+      const anchor = log.anchor;
+      if (anchor !== undefined && (await this.#store.messageIdAt(threadId, checkpointNs, anchor.seq)) !== anchor.messageId) {
+        this.#messages -= log.bySeq.size;
+        log = undefined;
+      }
+    }
+    log ??= emptyLog();
+    // maxThreads 0: no memory at all (each call starts empty), for reference readers.
+    if (this.#limits.maxThreads > 0) this.#threads.set(name, log);
+    return log;
+  }
+
+  #trim(): void {
+    for (const [name, log] of this.#threads) {
+      if (this.#threads.size <= this.#limits.maxThreads && this.#messages <= this.#limits.maxMessages) break;
+      // Never the thread just used (the last one), so a single huge thread still works.
+      if (this.#threads.size === 1) break;
+      this.#threads.delete(name);
+      this.#messages -= log.bySeq.size;
+    }
+  }
+
+  #serialized<T>(name: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(name) ?? Promise.resolve();
+    const result = previous.then(task, task);
+    const tail = result.catch(() => undefined);
+    this.#queues.set(name, tail);
+    void tail.then(() => {
+      if (this.#queues.get(name) === tail) this.#queues.delete(name);
+    });
+    return result;
+  }
+}
+
+function emptyLog(): ThreadLog {
+  return { bySeq: new Map(), seqOf: new WeakMap(), anchor: undefined };
+}
+
+function key(threadId: string, checkpointNs: string): string {
+  return JSON.stringify([threadId, checkpointNs]);
+}
+
+/** A non-empty array of LangChain messages that all carry a string id. */
+function isLoggable(value: unknown): value is BaseMessage[] {
+  return Array.isArray(value) && value.length > 0 && value.every((item) => BaseMessage.isInstance(item) && typeof item.id === 'string' && item.id !== '');
+}
+
+/** The ranges of a stored reference, or undefined for any other value. */
+export function rangesOf(value: unknown): number[] | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || keys[0] !== MESSAGE_LOG_REF) return undefined;
+  const ranges = (value as Record<string, unknown>)[MESSAGE_LOG_REF];
+  if (!Array.isArray(ranges) || ranges.length % 2 !== 0 || !ranges.every((item) => Number.isSafeInteger(item))) return undefined;
+  return ranges as number[];
+}
+
+/** `[1, 2, 3, 7, 5]` → `[1, 3, 7, 7, 5, 5]`: consecutive runs, in list order. */
+export function toRanges(seqs: readonly number[]): number[] {
+  const ranges: number[] = [];
+  for (const seq of seqs) {
+    const last = ranges.length - 1;
+    if (last > 0 && ranges[last] === seq - 1) ranges[last] = seq;
+    else ranges.push(seq, seq);
+  }
+  return ranges;
+}
+
+export function expand(ranges: readonly number[]): number[] {
+  const seqs: number[] = [];
+  for (let index = 0; index < ranges.length; index += 2) {
+    for (let seq = ranges[index]!; seq <= ranges[index + 1]!; seq++) seqs.push(seq);
+  }
+  return seqs;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
