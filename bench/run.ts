@@ -29,20 +29,22 @@ const GROUPS: Record<string, Bench> = {
 
 interface Flags {
   quick: boolean;
+  full: boolean;
   only: string[] | undefined;
 }
 
 function parseFlags(argv: readonly string[]): Flags {
-  const flags: Flags = { quick: false, only: undefined };
+  const flags: Flags = { quick: false, full: false, only: undefined };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index]!;
     if (arg === '--quick') flags.quick = true;
+    else if (arg === '--full') flags.full = true;
     else if (arg === '--only' || arg.startsWith('--only=')) {
       const value = arg === '--only' ? argv[++index] : arg.slice('--only='.length);
       if (!value) throw new Error('--only needs a group name');
       flags.only = value.split(',').map((name) => name.trim()).filter(Boolean);
     } else if (arg === '--help' || arg === '-h') {
-      console.log(`usage: npm run bench -- [--quick] [--only ${Object.keys(GROUPS).join('|')}[,…]]`);
+      console.log(`usage: npm run bench -- [--quick] [--full] [--only ${Object.keys(GROUPS).join('|')}[,…]]`);
       process.exit(0);
     } else throw new Error(`unknown argument ${arg} (try --help)`);
   }
@@ -65,6 +67,7 @@ async function main(): Promise<number> {
   const cleanups: (() => Promise<void>)[] = [];
   const options: BenchOptions = {
     quick: flags.quick,
+    full: flags.full,
     postgresUrl: postgres.problem === undefined ? postgresUrl : undefined,
     onCleanup: (cleanup) => void cleanups.push(cleanup),
     progress: (message) => process.stderr.write(`[bench ${elapsed(started)}] ${message}\n`),
@@ -126,7 +129,7 @@ async function machineInfo(flags: Flags, postgres: { version?: string; problem?:
   };
   const lines = [
     '# vigil bench',
-    `mode        ${flags.quick ? 'QUICK (smoke sizes)' : 'full'}${flags.only ? `, only ${flags.only.join(', ')}` : ''}`,
+    `mode        ${flags.quick ? 'QUICK (smoke sizes)' : flags.full ? 'full, with the slow extremes' : 'standard (--full adds the slow extremes)'}${flags.only ? `, only ${flags.only.join(', ')}` : ''}`,
     `machine     ${cpuList.length} cpus × ${cpuList[0]?.model.trim() ?? 'unknown'}; ${round(totalmem() / 2 ** 30, 1)} GiB RAM (${round(freemem() / 2 ** 30, 1)} free); load ${loadavg().map((value) => value.toFixed(2)).join(' ')}`,
     `runtime     node ${process.version} ${process.platform}/${process.arch}; GC between groups: ${gc ? 'yes' : 'no'}`,
     `libraries   @langchain/langgraph ${await versionOf('@langchain/langgraph')}, checkpoint-postgres ${await versionOf('@langchain/langgraph-checkpoint-postgres')}, sqlite: node:sqlite`,

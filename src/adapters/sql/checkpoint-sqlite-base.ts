@@ -94,6 +94,8 @@ export class NodeSqliteSaver extends BaseCheckpointSaver {
   protected isSetup = false;
   #withoutCheckpoint: StatementSync | undefined;
   #withCheckpoint: StatementSync | undefined;
+  /** Statements prepared once per saver, by SQL text (SqliteSaver prepares them on every call). */
+  readonly #statements = new Map<string, StatementSync>();
 
   constructor(db: DatabaseSync, serde?: SerializerProtocol) {
     super(serde);
@@ -193,8 +195,7 @@ CREATE TABLE IF NOT EXISTS writes (
       this.serde.dumpsTyped(metadata),
     ]);
     if (type1 !== type2) throw new Error('Failed to serialized checkpoint and metadata to the same type.');
-    this.db
-      .prepare('INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    this.statement('INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)')
       .run(thread_id, checkpoint_ns, checkpoint.id, parent_checkpoint_id, type1, serializedCheckpoint, serializedMetadata);
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id: checkpoint.id } };
   }
@@ -205,7 +206,7 @@ CREATE TABLE IF NOT EXISTS writes (
     if (!config.configurable.thread_id) throw new Error('Missing thread_id field in config.configurable.');
     if (!config.configurable.checkpoint_id) throw new Error('Missing checkpoint_id field in config.configurable.');
     const allSpecial = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    const statement = this.db.prepare(`
+    const statement = this.statement(`
       INSERT ${allSpecial ? 'OR REPLACE' : 'OR IGNORE'} INTO writes
       (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -236,6 +237,15 @@ CREATE TABLE IF NOT EXISTS writes (
       this.db.prepare('DELETE FROM checkpoints WHERE thread_id = ?').run(threadId);
       this.db.prepare('DELETE FROM writes WHERE thread_id = ?').run(threadId);
     });
+  }
+
+  protected statement(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
   }
 
   /** What put stores for the checkpoint (a subclass may store some channels elsewhere). */
