@@ -28,7 +28,11 @@ const State = Annotation.Root({
 
 function buildGraph(checkpointer: BaseCheckpointSaver) {
   return new StateGraph(State)
-    .addNode('respond', (state) => ({ messages: [new AIMessage({ id: `ai-${state.messages.length}`, content: `reply to ${state.messages.length} messages` })] }))
+    // `undefined` fields, as a model's reply has them: a load drops them, and the loaded
+    // copy the next turn holds must still be recognised as the same logged message.
+    .addNode('respond', (state) => ({
+      messages: [new AIMessage({ id: `ai-${state.messages.length}`, content: `reply to ${state.messages.length} messages`, name: undefined, usage_metadata: undefined })],
+    }))
     .addEdge(START, 'respond')
     .addEdge('respond', END)
     .compile({ checkpointer });

@@ -136,14 +136,17 @@ export class MessageLog {
       else seqs[index] = seq;
     });
     if (unknown.length === 0) return seqs;
-    // Only what this process has not seen is serialised: a turn's new messages.
-    const dumped = await Promise.all(unknown.map((index) => this.#serde.dumpsTyped(list[index])));
+    // Only what this process has not seen is serialised: a turn's new messages. Stored in
+    // the form a load gives back (serialised, loaded, serialised again): a message fresh
+    // from a node still carries `undefined` fields that the first load drops, and without
+    // this the loaded copy of the same message (which the next turn's state holds) would
+    // not match its row and be written a second time.
+    const dumped = await Promise.all(unknown.map((index) => this.#canonical(list[index]!)));
     const ids = unknown.map((index) => list[index]!.id as string);
     const existing = new Map((await this.#store.latest(threadId, checkpointNs, [...new Set(ids)])).map((row) => [row.messageId, row]));
     const toAppend: { index: number; row: NewLogRow }[] = [];
     unknown.forEach((index, position) => {
-      const [type, value] = dumped[position]!;
-      const bytes = typeof value === 'string' ? new TextEncoder().encode(value) : new Uint8Array(value);
+      const [type, bytes] = dumped[position]!;
       const stored = existing.get(ids[position]!);
       // The same version of the message is already logged (a copy made elsewhere, or
       // memory lost to eviction): point at it rather than write it again.
@@ -160,10 +163,7 @@ export class MessageLog {
     for (const [position, index] of unknown.entries()) {
       const seq = seqs[index]!;
       log.seqOf.set(list[index]!, seq);
-      if (!log.bySeq.has(seq)) {
-        const [type, value] = dumped[position]!;
-        this.#remember(log, seq, (await this.#serde.loadsTyped(type, value)) as BaseMessage, ids[position]!);
-      }
+      if (!log.bySeq.has(seq)) this.#remember(log, seq, dumped[position]![2], ids[position]!);
     }
     this.#trim();
     return seqs;
@@ -184,6 +184,14 @@ export class MessageLog {
     });
     this.#trim();
     return list;
+  }
+
+  /** The message's stored form and the message a read of it returns. */
+  async #canonical(message: BaseMessage): Promise<[string, Uint8Array, BaseMessage]> {
+    const [type, first] = await this.#serde.dumpsTyped(message);
+    const loaded = (await this.#serde.loadsTyped(type, first)) as BaseMessage;
+    const [, again] = await this.#serde.dumpsTyped(loaded);
+    return [type, typeof again === 'string' ? new TextEncoder().encode(again) : new Uint8Array(again), loaded];
   }
 
   #remember(log: ThreadLog, seq: number, message: BaseMessage, messageId: string): void {
