@@ -94,12 +94,15 @@ export class MessageLog {
   /** The checkpoint's channel values with each loggable message list written to the log and replaced by its reference. */
   async toStored(threadId: string, checkpointNs: string, values: Record<string, unknown>, channels?: Iterable<string>): Promise<Record<string, unknown>> {
     const names = channels === undefined ? Object.keys(values) : [...channels].filter((name) => name in values);
-    const lists = names.filter((name) => isLoggable(values[name]));
+    const lists = names.filter((name) => Array.isArray(values[name]) && (values[name] as unknown[]).length > 0);
     if (lists.length === 0) return values;
     return this.#serialized(key(threadId, checkpointNs), async () => {
       const log = await this.#threadLog(threadId, checkpointNs);
       const stored = { ...values };
-      for (const name of lists) stored[name] = { [MESSAGE_LOG_REF]: toRanges(await this.#write(threadId, checkpointNs, log, values[name] as BaseMessage[])) };
+      for (const name of lists) {
+        const seqs = await this.#write(threadId, checkpointNs, log, values[name] as unknown[]);
+        if (seqs !== undefined) stored[name] = { [MESSAGE_LOG_REF]: toRanges(seqs) };
+      }
       return stored;
     });
   }
@@ -127,15 +130,20 @@ export class MessageLog {
     }
   }
 
-  async #write(threadId: string, checkpointNs: string, log: ThreadLog, list: readonly BaseMessage[]): Promise<number[]> {
-    const seqs = new Array<number>(list.length);
+  /** The list's seqs, writing what the log lacks; undefined when the list is not all messages with ids (stored as it is). */
+  async #write(threadId: string, checkpointNs: string, log: ThreadLog, values: readonly unknown[]): Promise<number[] | undefined> {
+    const seqs = new Array<number>(values.length);
     const unknown: number[] = [];
-    list.forEach((message, index) => {
-      const seq = log.seqOf.get(message);
-      if (seq === undefined) unknown.push(index);
-      else seqs[index] = seq;
-    });
+    // One pass: a known instance is a logged message; only the others are examined.
+    for (let index = 0; index < values.length; index++) {
+      const value = values[index];
+      const seq = typeof value === 'object' && value !== null ? log.seqOf.get(value) : undefined;
+      if (seq !== undefined) seqs[index] = seq;
+      else if (isLoggable(value)) unknown.push(index);
+      else return undefined;
+    }
     if (unknown.length === 0) return seqs;
+    const list = values as readonly BaseMessage[];
     // Only what this process has not seen is serialised: a turn's new messages. Stored in
     // the form a load gives back (serialised, loaded, serialised again): a message fresh
     // from a node still carries `undefined` fields that the first load drops, and without
@@ -249,9 +257,9 @@ function key(threadId: string, checkpointNs: string): string {
   return JSON.stringify([threadId, checkpointNs]);
 }
 
-/** A non-empty array of LangChain messages that all carry a string id. */
-function isLoggable(value: unknown): value is BaseMessage[] {
-  return Array.isArray(value) && value.length > 0 && value.every((item) => BaseMessage.isInstance(item) && typeof item.id === 'string' && item.id !== '');
+/** A LangChain message with a string id. */
+function isLoggable(value: unknown): value is BaseMessage {
+  return BaseMessage.isInstance(value) && typeof value.id === 'string' && value.id !== '';
 }
 
 /** The ranges of a stored reference, or undefined for any other value. */
