@@ -35,6 +35,8 @@ describe('message log: SQLite', () => {
           "SELECT max(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.messages'))) AS size FROM checkpoints WHERE thread_id = ?",
           threadId,
         ).size,
+      messageWritesBytes: async (threadId) =>
+        query<{ size: number }>("SELECT coalesce(sum(length(value)), 0) AS size FROM writes WHERE thread_id = ? AND channel = 'messages'", threadId).size,
       close: () => closers.closeAll(),
     };
   });

@@ -19,6 +19,8 @@ export interface LogBackend {
   logRows(threadId: string): Promise<number>;
   /** Stored size in bytes of the thread's largest `messages` value (SQLite: the checkpoint document; PostgreSQL: the blob). */
   largestStoredMessages(threadId: string): Promise<number>;
+  /** Stored bytes of the thread's pending writes to the `messages` channel. */
+  messageWritesBytes(threadId: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -87,10 +89,13 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
     const state = await graph.getState({ configurable: { thread_id: 'grow' } });
     const messages = (state.values as { messages: BaseMessage[] }).messages;
     expect(messages).toHaveLength(60);
-    // One row per message, though each turn saved several checkpoints holding the list.
+    // One row per message, though each turn saved several checkpoints holding the list and
+    // pending writes carrying the new messages.
     expect(await backend.logRows('grow')).toBe(60);
     expect(await backend.largestStoredMessages('grow')).toBe(early);
     expect(early).toBeLessThan(200);
+    // The writes that carried each turn's new messages hold references (tens of bytes), not the messages.
+    expect(await backend.messageWritesBytes('grow')).toBeLessThan(60 * 60);
   });
 
   it('rebuilds every checkpoint (appends, RemoveMessage, replacement by id) as LangGraph\'s MemorySaver holds it, with and without memory', async () => {
@@ -120,8 +125,9 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
     expect(oldMessages.map((message) => message.id)).toContain('human-1');
     expect(oldMessages.find((message) => message.id === 'ai-1')?.content).toBe('reply to 1 messages');
 
-    // Six turns' messages, plus the one replacement version; a removal writes nothing.
-    expect(await backend.logRows('edits')).toBe(10 + 1);
+    // Five turns' ten messages, the replacement version, and the RemoveMessage itself (a
+    // pending write, stored once like any message a write carries).
+    expect(await backend.logRows('edits')).toBe(10 + 1 + 1);
   });
 
   it('deleteThread removes the thread\'s log, and a new thread of the same id starts clean', async () => {

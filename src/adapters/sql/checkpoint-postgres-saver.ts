@@ -142,7 +142,7 @@ export class CachingPostgresSaver extends PostgresSaver {
         checkpoint: detach(usable.checkpoint),
         metadata: detach(usable.metadata),
         parentConfig: row.parent_checkpoint_id ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: row.parent_checkpoint_id } } : undefined,
-        pendingWrites: await this._loadWrites(row.pending_writes as WriteQuad[]),
+        pendingWrites: await this.#pendingWrites(String(thread_id), String(checkpoint_ns), row.pending_writes as WriteQuad[], false),
       };
     }
     if (address !== undefined) {
@@ -163,7 +163,7 @@ export class CachingPostgresSaver extends PostgresSaver {
       checkpoint,
       metadata: (await this._loadMetadata(row.metadata)) as CheckpointMetadata,
       parentConfig: row.parent_checkpoint_id ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: row.parent_checkpoint_id } } : undefined,
-      pendingWrites: await this._loadWrites(row.pending_writes as WriteQuad[]),
+      pendingWrites: await this.#pendingWrites(String(thread_id), String(checkpoint_ns), row.pending_writes as WriteQuad[], !useCache),
     };
     // Only the latest is kept: an older checkpoint read by id must not displace it.
     if (address !== undefined && address.checkpointId === undefined && checkpoint.v >= 4) {
@@ -205,7 +205,7 @@ export class CachingPostgresSaver extends PostgresSaver {
         parentConfig: value.parent_checkpoint_id
           ? { configurable: { thread_id: value.thread_id, checkpoint_ns: value.checkpoint_ns, checkpoint_id: value.parent_checkpoint_id } }
           : undefined,
-        pendingWrites: await this._loadWrites(value.pending_writes as WriteQuad[]),
+        pendingWrites: await this.#pendingWrites(value.thread_id, value.checkpoint_ns, value.pending_writes as WriteQuad[], false),
       };
     }
   }
@@ -261,6 +261,19 @@ export class CachingPostgresSaver extends PostgresSaver {
       else this.#cache.forget(address.threadId, address.checkpointNs);
     }
     return nextConfig;
+  }
+
+  /** PostgresSaver's writes, with messages the message log holds in place of their references. */
+  async #pendingWrites(threadId: string, checkpointNs: string, writes: WriteQuad[], fresh: boolean): Promise<[string, string, unknown][]> {
+    const loaded = await this._loadWrites(writes);
+    const values = await this.#log.fromStoredWrites(threadId, checkpointNs, loaded.map((write) => write[2]), { fresh });
+    return loaded.map(([taskId, channel], index) => [taskId, channel, values[index]]);
+  }
+
+  /** PostgresSaver.putWrites serialises through this: messages go to the message log first. */
+  protected override async _dumpWrites(threadId: string, checkpointNs: string, checkpointId: string, taskId: string, writes: [string, unknown][]) {
+    const values = await this.#log.toStoredWrites(String(threadId), checkpointNs ?? '', writes.map((write) => write[1]));
+    return super._dumpWrites(threadId, checkpointNs, checkpointId, taskId, writes.map(([channel], index) => [channel, values[index]] as [string, unknown]));
   }
 
   override async deleteThread(threadId: string): Promise<void> {

@@ -211,9 +211,10 @@ CREATE TABLE IF NOT EXISTS writes (
       (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
     `);
+    const values = await this.prepareWritesForStorage(String(config.configurable.thread_id), (config.configurable.checkpoint_ns as string | undefined) ?? '', writes.map((write) => write[1]));
     const rows = await Promise.all(
       writes.map(async (write, idx) => {
-        const [type, serializedWrite] = await this.serde.dumpsTyped(write[1]);
+        const [type, serializedWrite] = await this.serde.dumpsTyped(values[idx]);
         return [
           config.configurable?.thread_id,
           config.configurable?.checkpoint_ns ?? '',
@@ -263,16 +264,30 @@ CREATE TABLE IF NOT EXISTS writes (
     return checkpoint;
   }
 
-  protected async loadPendingWrites(json: string): Promise<[string, string, unknown][]> {
-    return Promise.all(
-      (JSON.parse(json) as StoredWrite[]).map(
-        async (write) => [write.task_id, write.channel, await this.serde.loadsTyped(write.type ?? 'json', write.value ?? '')] as [string, string, unknown],
-      ),
-    );
+  /** What putWrites stores for the writes' values (a subclass may store some elsewhere). */
+  protected async prepareWritesForStorage(threadId: string, checkpointNs: string, values: unknown[]): Promise<unknown[]> {
+    void threadId;
+    void checkpointNs;
+    return values;
+  }
+
+  /** The inverse of prepareWritesForStorage. */
+  protected async restoreWritesFromStorage(threadId: string, checkpointNs: string, values: unknown[], fresh: boolean): Promise<unknown[]> {
+    void threadId;
+    void checkpointNs;
+    void fresh;
+    return values;
+  }
+
+  protected async loadPendingWrites(json: string, threadId: string, checkpointNs: string, fresh: boolean): Promise<[string, string, unknown][]> {
+    const stored = JSON.parse(json) as StoredWrite[];
+    const loaded = await Promise.all(stored.map((write) => this.serde.loadsTyped(write.type ?? 'json', write.value ?? '')));
+    const values = await this.restoreWritesFromStorage(threadId, checkpointNs, loaded, fresh);
+    return stored.map((write, index) => [write.task_id, write.channel, values[index]] as [string, string, unknown]);
   }
 
   private async tupleFromRow(row: CheckpointRow, config: RunnableConfig, checkpointNs: string, fresh: boolean): Promise<CheckpointTuple> {
-    const pendingWrites = await this.loadPendingWrites(row.pending_writes);
+    const pendingWrites = await this.loadPendingWrites(row.pending_writes, row.thread_id, checkpointNs, fresh);
     let checkpoint = (await this.serde.loadsTyped(row.type ?? 'json', row.checkpoint)) as Checkpoint;
     if (checkpoint.v < 4 && row.parent_checkpoint_id != null) await this.migratePendingSends(checkpoint, row.thread_id, row.parent_checkpoint_id);
     checkpoint = await this.restoreFromStorage(row.thread_id, checkpointNs, checkpoint, fresh);

@@ -168,6 +168,14 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
     return { ...checkpoint, channel_values: await this.#log.toStored(String(threadId), checkpointNs, checkpoint.channel_values) };
   }
 
+  protected override async prepareWritesForStorage(threadId: string, checkpointNs: string, values: unknown[]): Promise<unknown[]> {
+    return this.#log === undefined ? values : this.#log.toStoredWrites(threadId, checkpointNs, values);
+  }
+
+  protected override async restoreWritesFromStorage(threadId: string, checkpointNs: string, values: unknown[], fresh: boolean): Promise<unknown[]> {
+    return this.#log === undefined ? values : this.#log.fromStoredWrites(threadId, checkpointNs, values, { fresh });
+  }
+
   protected override async restoreFromStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint, fresh: boolean): Promise<Checkpoint> {
     if (this.#log === undefined) return checkpoint;
     return { ...checkpoint, channel_values: await this.#log.fromStored(String(threadId), checkpointNs, checkpoint.channel_values ?? {}, { fresh }) };
@@ -184,7 +192,7 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
     const finalConfig: RunnableConfig = address.checkpointId
       ? config
       : { configurable: { thread_id: probe.thread_id, checkpoint_ns: checkpointNs, checkpoint_id: probe.checkpoint_id } };
-    const pendingWrites = await this.loadPendingWrites(probe.pending_writes);
+    const pendingWrites = await this.loadPendingWrites(probe.pending_writes, probe.thread_id, checkpointNs, false);
     return {
       checkpoint: detach(entry.checkpoint),
       config: finalConfig,

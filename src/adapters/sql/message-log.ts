@@ -33,6 +33,8 @@ import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 
 /** The key of the reference object a checkpoint stores in place of a logged list. */
 export const MESSAGE_LOG_REF = 'vigil:message-log';
+/** The key of the reference a pending write stores in place of one logged message. */
+export const MESSAGE_LOG_ONE = 'vigil:message-log-one';
 
 export interface LoggedRow {
   seq: number;
@@ -116,6 +118,46 @@ export class MessageLog {
       const log = options.fresh === true ? emptyLog() : await this.#threadLog(threadId, checkpointNs);
       const restored = { ...values };
       for (const name of refs) restored[name] = await this.#read(threadId, checkpointNs, log, rangesOf(values[name])!);
+      return restored;
+    });
+  }
+
+  /**
+   * Pending writes' values (a node's output, the run's input) with each message, or list
+   * of messages, written to the log and replaced by its reference: the message the
+   * checkpoint after them holds is then the same logged row, not a second copy.
+   */
+  async toStoredWrites(threadId: string, checkpointNs: string, values: readonly unknown[]): Promise<unknown[]> {
+    if (!values.some((value) => isLoggable(value) || (Array.isArray(value) && value.length > 0))) return [...values];
+    return this.#serialized(key(threadId, checkpointNs), async () => {
+      const log = await this.#threadLog(threadId, checkpointNs);
+      const stored: unknown[] = [];
+      for (const value of values) {
+        if (isLoggable(value)) {
+          const [seq] = (await this.#write(threadId, checkpointNs, log, [value]))!;
+          stored.push({ [MESSAGE_LOG_ONE]: seq });
+        } else if (Array.isArray(value) && value.length > 0) {
+          const seqs = await this.#write(threadId, checkpointNs, log, value);
+          stored.push(seqs === undefined ? value : { [MESSAGE_LOG_REF]: toRanges(seqs) });
+        } else stored.push(value);
+      }
+      return stored;
+    });
+  }
+
+  /** The inverse of toStoredWrites. */
+  async fromStoredWrites(threadId: string, checkpointNs: string, values: readonly unknown[], options: { fresh?: boolean } = {}): Promise<unknown[]> {
+    if (!values.some((value) => rangesOf(value) !== undefined || oneOf(value) !== undefined)) return [...values];
+    return this.#serialized(key(threadId, checkpointNs), async () => {
+      const log = options.fresh === true ? emptyLog() : await this.#threadLog(threadId, checkpointNs);
+      const restored: unknown[] = [];
+      for (const value of values) {
+        const ranges = rangesOf(value);
+        const one = oneOf(value);
+        if (ranges !== undefined) restored.push(await this.#read(threadId, checkpointNs, log, ranges));
+        else if (one !== undefined) restored.push((await this.#read(threadId, checkpointNs, log, [one, one]))[0]);
+        else restored.push(value);
+      }
       return restored;
     });
   }
@@ -270,6 +312,15 @@ export function rangesOf(value: unknown): number[] | undefined {
   const ranges = (value as Record<string, unknown>)[MESSAGE_LOG_REF];
   if (!Array.isArray(ranges) || ranges.length % 2 !== 0 || !ranges.every((item) => Number.isSafeInteger(item))) return undefined;
   return ranges as number[];
+}
+
+/** The seq of a stored single-message reference, or undefined for any other value. */
+function oneOf(value: unknown): number | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || keys[0] !== MESSAGE_LOG_ONE) return undefined;
+  const seq = (value as Record<string, unknown>)[MESSAGE_LOG_ONE];
+  return Number.isSafeInteger(seq) ? (seq as number) : undefined;
 }
 
 /** `[1, 2, 3, 7, 5]` → `[1, 3, 7, 7, 5, 5]`: consecutive runs, in list order. */
