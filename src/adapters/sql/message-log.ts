@@ -28,7 +28,7 @@
  * messages as immutable (LangGraph's reducer builds new lists and never edits a message
  * in place).
  */
-import { BaseMessage } from '@langchain/core/messages';
+import { BaseMessage, BaseMessageChunk } from '@langchain/core/messages';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 
 /** The key of the reference object a checkpoint stores in place of a logged list. */
@@ -128,17 +128,22 @@ export class MessageLog {
    * checkpoint after them holds is then the same logged row, not a second copy.
    */
   async toStoredWrites(threadId: string, checkpointNs: string, values: readonly unknown[]): Promise<unknown[]> {
-    if (!values.some((value) => isLoggable(value) || (Array.isArray(value) && value.length > 0))) return [...values];
+    // A chunk (a streamed reply) is left in the write as it is: the channel's reducer
+    // turns it into a new, non-chunk message, so logging it would add a row no checkpoint
+    // refers to, between the rows the checkpoints do refer to.
+    const writable = (value: unknown) => isLoggable(value) && !BaseMessageChunk.isInstance(value);
+    const kindOf = (value: unknown) => (writable(value) ? 'one' : Array.isArray(value) && value.length > 0 && value.every(writable) ? 'list' : 'other');
+    const kinds = values.map(kindOf);
+    if (kinds.every((kind) => kind === 'other')) return [...values];
     return this.#serialized(key(threadId, checkpointNs), async () => {
       const log = await this.#threadLog(threadId, checkpointNs);
       const stored: unknown[] = [];
-      for (const value of values) {
-        if (isLoggable(value)) {
+      for (const [index, value] of values.entries()) {
+        if (kinds[index] === 'one') {
           const [seq] = (await this.#write(threadId, checkpointNs, log, [value]))!;
           stored.push({ [MESSAGE_LOG_ONE]: seq });
-        } else if (Array.isArray(value) && value.length > 0) {
-          const seqs = await this.#write(threadId, checkpointNs, log, value);
-          stored.push(seqs === undefined ? value : { [MESSAGE_LOG_REF]: toRanges(seqs) });
+        } else if (kinds[index] === 'list') {
+          stored.push({ [MESSAGE_LOG_REF]: toRanges((await this.#write(threadId, checkpointNs, log, value as unknown[]))!) });
         } else stored.push(value);
       }
       return stored;
