@@ -36,6 +36,12 @@ export interface RunRequest {
   admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
   /** Called before each retry of a failed model call (a retry is a model call too, I5); false stops retrying. */
   beforeRetry?: (retry: number) => Promise<boolean>;
+  /**
+   * Called once the task message is in the thread's history (checkpoint and projection),
+   * before the model answers: a caller that acknowledges the request before the run ends
+   * (a webhook's 202) waits for this, so a crash after the answer loses nothing.
+   */
+  onInputStored?: () => void;
 }
 
 export type Admission = { admitted: true; input?: TaskInput | null } | { admitted: false; reason: string };
@@ -239,10 +245,20 @@ export class RunCoordinator {
       // Most steps add no message (memory recall, planner bookkeeping): only a state whose
       // message list grew needs the projection read and written.
       let projectedLength = -1;
+      let inputStored = false;
       for (;;) {
         attempts += 1;
         try {
-          const stream = await registered.graph.stream(task === null ? null : { messages: [task] }, { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] });
+          // durability 'sync': a step's state is streamed only once its checkpoint is written.
+          // With LangGraph's default ('async') the projection below could be written before
+          // the checkpoint it mirrors; a crash between the two left history ahead of the
+          // checkpoint, and the count-based projection then skipped the thread's next
+          // message (the crash-safety e2e test lost an accepted webhook delivery so).
+          const stream = await registered.graph.stream(task === null ? null : { messages: [task] }, {
+            ...runConfig(settings, controller.signal),
+            streamMode: ['messages', 'values'],
+            durability: 'sync',
+          });
           for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
             if (mode === 'values') {
               lastValues = chunk;
@@ -250,6 +266,10 @@ export class RunCoordinator {
               if (messages.length === projectedLength) continue;
               projected.push(...(await this.project(context, messages, run.id)));
               projectedLength = messages.length;
+              if (task !== null && !inputStored && messages.some((message) => message.id === task.id)) {
+                inputStored = true;
+                request.onInputStored?.();
+              }
             } else if (mode === 'messages') {
               const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
               if (!registered.replyNodes.has(String(metadata?.langgraph_node))) continue;
@@ -333,9 +353,12 @@ export class RunCoordinator {
     const messages = messagesOf(state.values);
     const index = messages.findIndex((message) => message.id === messageId);
     if (index < 0) return 'absent';
-    const after = messages.slice(index + 1);
-    if (after.some((message) => message.getType() === 'ai')) return 'answered';
-    if (after.some((message) => message.getType() === 'human')) return 'superseded';
+    // The first reply or person's message after it decides: an AI message that answers a
+    // person's later message is not this turn's reply (taking it for one marked a crashed
+    // fire "succeeded" with no reply, and planned a follow-up on the person's turn).
+    const next = messages.slice(index + 1).find((message) => message.getType() === 'ai' || message.getType() === 'human');
+    if (next?.getType() === 'ai') return 'answered';
+    if (next?.getType() === 'human') return 'superseded';
     return 'unanswered';
   }
 
