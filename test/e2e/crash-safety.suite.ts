@@ -3,11 +3,12 @@
  * (`vigil serve` on the demo model, streaming slowly so a kill lands mid-reply) serves
  * 30 runs across 6 threads of one user — person messages as SSE, JSON and WebSocket,
  * signed webhook deliveries (answered 202), and idle follow-ups that come due while
- * other threads talk. It is killed with SIGKILL at seeded random points: during a
- * reply's streaming, right after a webhook's 202, at a random event of a run, and
- * during a follow-up's fire; each time it is restarted on the same database and the
- * runs go on. At the end (after the last restart, once every due follow-up has fired)
- * the API must show:
+ * other threads talk. It is killed with SIGKILL at seeded random points — during a
+ * reply's streaming (after some tokens, or at a random event of its stream), right
+ * after a webhook's 202, and during a follow-up's fire — and whatever else was in
+ * flight then (other threads' follow-ups, a webhook's run) dies with it. Each time it
+ * is restarted on the same database and the runs go on. At the end (after the last
+ * restart, once every due follow-up has fired) the API must show:
  * - every message the API accepted exactly once (by content and by the id it returned);
  *   a message whose request the kill cut short at most once;
  * - every thread, its history and the thread list readable;
@@ -37,7 +38,7 @@ const RUNS = 30;
 const FOLLOWER_THREADS = [0, 2, 4];
 const FOLLOW_UP_DELAY_MS = 300;
 /** Slow enough that a kill lands mid-reply (a demo reply is about 15 tokens). */
-const TOKEN_DELAY_MS = '20';
+const TOKEN_DELAY_MS = '10';
 
 /** A small seeded generator (mulberry32): the same seed, the same choices. */
 function seededRandom(seed: number): () => number {
@@ -63,7 +64,9 @@ interface Sent {
   id?: string;
 }
 
-type KillKind = 'mid-stream' | 'after-202' | 'random-event';
+/** Where a run is killed: while its reply streams (after some tokens, or at a random event of its stream), or right after a webhook's 202. */
+type KillKind = 'streaming' | 'after-202';
+type StreamKill = { kind: 'mid-stream' | 'random-event'; after: number };
 
 export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: number): void {
   const seed = Number(process.env.CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -112,7 +115,7 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
    * deltas) kills the process when the stream reaches it. Accepted once the server
    * announced the stored message (its message.end, with its id).
    */
-  async function sendSse(entry: Sent, threadId: string, killAt?: { kind: KillKind; after: number }): Promise<boolean> {
+  async function sendSse(entry: Sent, threadId: string, killAt?: StreamKill): Promise<boolean> {
     let killed = false;
     let seen = 0;
     let deltas = 0;
@@ -215,7 +218,7 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
   }
 
   it(
-    `survives SIGKILL at ${3}+ seeded points during ${RUNS} runs across ${THREADS} threads, restarting on the same database`,
+    `survives SIGKILL at 3 seeded points during ${RUNS} runs across ${THREADS} threads, restarting on the same database`,
     async () => {
       await restart();
       for (const [id, delay] of [['crash-follower', FOLLOW_UP_DELAY_MS], ['crash-plain', 0]] as const) {
@@ -234,10 +237,11 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
       expect(hookAnswer.status).toBe(201);
       const hook = { id: hookAnswer.body.id as string, secret: hookAnswer.body.secret as string };
 
-      // Where the kills land: three distinct runs, each its own kind. The fourth kill, during
-      // a follow-up's fire, comes after the last run.
+      // Where the kills land: two distinct runs, one of each kind. The third kill, during a
+      // follow-up's fire, comes after the last run (and makes the final restart). Each
+      // restart costs seconds (a process start loads LangChain): three keep the test short.
       const killRuns = new Map<number, KillKind>();
-      const kinds: KillKind[] = ['mid-stream', 'after-202', 'random-event'];
+      const kinds: KillKind[] = ['streaming', 'after-202'];
       while (killRuns.size < kinds.length) {
         const run = 2 + pick(RUNS - 4);
         if (!killRuns.has(run)) killRuns.set(run, kinds[killRuns.size]!);
@@ -265,7 +269,7 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
         } else if (via === 'json') {
           await sendJson(entry, threadId);
         } else {
-          const killAt = kind === 'mid-stream' ? { kind, after: 1 + pick(5) } : kind === 'random-event' ? { kind, after: pick(8) } : undefined;
+          const killAt: StreamKill | undefined = kind !== 'streaming' ? undefined : random() < 0.5 ? { kind: 'mid-stream', after: 1 + pick(5) } : { kind: 'random-event', after: pick(8) };
           if (await sendSse(entry, threadId, killAt)) await restart();
         }
       }
@@ -312,7 +316,7 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
         throw new Error(`${String(error)} (seed ${seed}; kills: ${kills.join('; ')})\n${live().output().slice(-4000)}`);
       });
       console.log(`crash-safety seed ${seed}: ${kills.length} kills — ${kills.join('; ')}`);
-      expect(kills.length).toBeGreaterThanOrEqual(4);
+      expect(kills.length).toBeGreaterThanOrEqual(3);
     },
     300_000 + recoveryTimeoutMs,
   );
