@@ -62,6 +62,8 @@ interface Sent {
   accepted: boolean;
   /** The id the API gave it, when it gave one. */
   id?: string;
+  /** The run a webhook's 202 named: the run that stored the delivery's task. */
+  runId?: string;
 }
 
 /** Where a run is killed: while its reply streams (after some tokens, or at a random event of its stream), or right after a webhook's 202. */
@@ -187,13 +189,14 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
     });
     expect(response.status).toBe(202);
     entry.accepted = true;
+    entry.runId = ((await response.json()) as Json).runId as string;
   }
 
   async function allPages<T>(first: string, key: string): Promise<T[]> {
     const items: T[] = [];
     let cursor: string | null = null;
     do {
-      const page = await call('GET', `${first}${first.includes('?') ? '&' : '?'}${cursor ? `cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page = await call('GET', cursor ? `${first}&cursor=${encodeURIComponent(cursor)}` : first);
       expect(page.status).toBe(200);
       items.push(...(page.body[key] as T[]));
       cursor = page.body.nextCursor as string | null;
@@ -332,6 +335,7 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
         if (entry.accepted && copies.length !== 1) problems.push(`${where}: accepted, found ${copies.length} times`);
         if (!entry.accepted && copies.length > 1) problems.push(`${where}: cut short by a kill, found ${copies.length} times`);
         if (entry.id && !copies.some((message) => message.id === entry.id)) problems.push(`${where}: accepted as ${entry.id}, not under that id`);
+        if (entry.runId && copies[0] && copies[0].runId !== entry.runId) problems.push(`${where}: accepted for run ${entry.runId}, stored by run ${copies[0].runId}`);
         // What a webhook started is the system speaking: internal, with its metadata intact (I3).
         if (entry.via === 'webhook' && copies[0] && (copies[0].visibility !== 'internal' || copies[0].additionalKwargs?.trigger_type !== 'webhook')) {
           problems.push(`${where}: stored as ${copies[0].visibility} with ${JSON.stringify(copies[0].additionalKwargs)}`);
