@@ -200,9 +200,12 @@ export class RunCoordinator {
     const messages = messagesOf(state.values);
     const index = messages.findIndex((message) => message.id === messageId);
     if (index < 0) return 'absent';
-    const after = messages.slice(index + 1);
-    if (after.some((message) => message.getType() === 'ai')) return 'answered';
-    if (after.some((message) => message.getType() === 'human')) return 'superseded';
+    // The first reply or person's message after it decides: an AI message that answers a
+    // person's later message is not this turn's reply (taking it for one marked a crashed
+    // fire "succeeded" with no reply, and planned a follow-up on the person's turn).
+    const next = messages.slice(index + 1).find((message) => message.getType() === 'ai' || message.getType() === 'human');
+    if (next?.getType() === 'ai') return 'answered';
+    if (next?.getType() === 'human') return 'superseded';
     return 'unanswered';
   }
 

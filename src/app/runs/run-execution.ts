@@ -47,6 +47,9 @@ export class RunExecution {
   private lastValues: unknown;
   /** Length of the last state's message list that was projected (-1: none yet). */
   private projectedLength = -1;
+  /** The task message's id, and whether it has reached the thread (`onInputStored` is called once). */
+  private taskId: string | undefined;
+  private inputStored = false;
   private readonly settings: RunSettings;
   /** Model call → the id its deltas carry (see streamIdOf). */
   private readonly streamIds = new Map<string, string>();
@@ -110,6 +113,7 @@ export class RunExecution {
   async streamWithRetries(input: TaskInput | null): Promise<void> {
     // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
     const task = input === null ? null : toTaskMessage(input);
+    this.taskId = task?.id;
     const graphInput = task === null ? null : { messages: [task] };
     for (;;) {
       this.attempts += 1;
@@ -159,6 +163,10 @@ export class RunExecution {
     this.unlanded.clear();
     this.projected.push(...(await this.deps.projector.project(this.context, messages, this.runId, streamedAs)));
     this.projectedLength = messages.length;
+    if (this.taskId !== undefined && !this.inputStored && messages.some((message) => message.id === this.taskId)) {
+      this.inputStored = true;
+      this.request.onInputStored?.();
+    }
   }
 
   /** Tell clients that the deltas they got for a message that never reached state are void. */

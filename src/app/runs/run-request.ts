@@ -26,6 +26,12 @@ export interface RunRequest {
   admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
   /** Called before each retry of a failed model call (a retry is a model call too, I5); false stops retrying. */
   beforeRetry?: (retry: number) => Promise<boolean>;
+  /**
+   * Called once the task message is in the thread's history (checkpoint and projection),
+   * before the model answers: a caller that acknowledges the request before the run ends
+   * (a webhook's 202) waits for this, so a crash after the answer loses nothing.
+   */
+  onInputStored?: () => void;
 }
 
 export type Admission = { admitted: true; input?: TaskInput | null } | { admitted: false; reason: string };

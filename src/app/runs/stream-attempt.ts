@@ -46,7 +46,12 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
     }, options.stallTimeoutMs);
   };
   try {
-    const stream = await registered.graph.stream(input, { ...config, signal: attempt.signal, streamMode: [...RUN_STREAM_MODES] });
+    // durability 'sync': a step's state is streamed only once its checkpoint is written.
+    // With LangGraph's default ('async') the projection could be written before the
+    // checkpoint it mirrors; a crash between the two left history ahead of the checkpoint,
+    // and the count-based projection then skipped the thread's next message (the
+    // crash-safety e2e test lost an accepted webhook delivery so).
+    const stream = await registered.graph.stream(input, { ...config, signal: attempt.signal, streamMode: [...RUN_STREAM_MODES], durability: 'sync' });
     for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
       if (mode === 'values') {
         clearTimeout(stall); // the step ended: no model is streaming now

@@ -149,19 +149,31 @@ export class HookService {
       content: text,
       additional_kwargs: { synthetic: true, trigger_type: 'webhook', trigger_reason: `webhook delivery ${deliveryId}`, hook_id: hook.id, delivery_id: deliveryId },
     });
+    // The 202 promises the delivery's task is in the thread: answer once it is stored, not
+    // when the run is merely started, so a crash right after the answer loses nothing (the
+    // crash-safety e2e test lost such deliveries). The run itself goes on in the background.
+    let stored!: () => void;
+    const inputStored = new Promise<void>((resolve) => (stored = resolve));
     const running = conversations
-      .runTriggered(hook.userId, threadId, {
-        trigger: 'webhook',
-        input,
-        meta: { hook_id: hook.id, delivery_id: deliveryId, ...(meta.payload !== undefined ? { payload: meta.payload } : {}) },
-        correlationId: delivery.correlationId,
-        runId,
-      })
+      .runTriggered(
+        hook.userId,
+        threadId,
+        {
+          trigger: 'webhook',
+          input,
+          meta: { hook_id: hook.id, delivery_id: deliveryId, ...(meta.payload !== undefined ? { payload: meta.payload } : {}) },
+          correlationId: delivery.correlationId,
+          runId,
+        },
+        { onInputStored: stored },
+      )
       .then(
         () => undefined,
         (error: unknown) => log.error({ runId, deliveryId, code: isVigilError(error) ? error.code : 'INTERNAL', err: error }, 'webhook run could not start'),
       );
     this.track(running);
+    // A run that could not start (it logged why) settles `running` without storing anything.
+    await Promise.race([inputStored, running]);
     log.info({ deliveryId, runId, threadId }, 'webhook delivery accepted');
     return { runId, threadId, deliveryId };
   }
