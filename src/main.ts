@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { LOCAL_USER_ID } from './config.js';
 import { buildChatGraph, RESPOND_NODE } from './agent/chat-graph.js';
+import { wireDeletionCascade } from './app/deletion-cascade.js';
 import { AgentService } from './app/agent-service.js';
 import { ConversationService } from './app/conversation-service.js';
 import { checkMetadataIntegrity } from './app/integrity-check.js';
@@ -167,6 +168,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
+    wireDeletionCascade({ agents, conversations, autonomy, schedules, hooks });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
       ? new TelegramChannel(

@@ -1,5 +1,5 @@
 import { VigilError } from '../domain/errors.js';
-import type { AgentKind, AgentRecord, Clock, Storage } from './ports.js';
+import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
 export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
@@ -13,8 +13,18 @@ export interface CreateAgentInput {
   settings: Record<string, unknown>;
 }
 
+/** Called before an agent is deleted: each feature stops what runs for it (threads, timers, schedules, hooks). */
+export type AgentDeletedHook = (agent: AgentRecord) => Promise<void>;
+
 export class AgentService {
+  private readonly deleteHooks: AgentDeletedHook[] = [];
+
   constructor(private readonly storage: Storage, private readonly clock: Clock) {}
+
+  /** Register cleanup run before an agent is deleted. */
+  onDelete(hook: AgentDeletedHook): void {
+    this.deleteHooks.push(hook);
+  }
 
   create(userId: string, input: CreateAgentInput): Promise<AgentRecord> {
     return this.storage.agents.create({ ...input, userId }, this.clock.now().toISOString());
@@ -35,6 +45,25 @@ export class AgentService {
     const agent = await this.storage.agents.updateSetting(userId, agentId, key, value, this.clock.now().toISOString());
     if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
     return agent;
+  }
+
+  /** Change the agent's own fields and, when given, one feature's setting; AGENT_NOT_FOUND when it is not the user's. */
+  async update(userId: string, agentId: string, changes: AgentChanges, setting?: { key: string; value: unknown }): Promise<AgentRecord> {
+    const now = this.clock.now().toISOString();
+    let agent = await this.storage.agents.update(userId, agentId, changes, now);
+    if (agent && setting) agent = await this.storage.agents.updateSetting(userId, agentId, setting.key, setting.value, now);
+    if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
+    return agent;
+  }
+
+  /**
+   * Delete the agent after every registered feature stopped what runs for it, so no
+   * timer, schedule or webhook fires afterwards for an agent that is gone.
+   */
+  async delete(userId: string, agentId: string): Promise<void> {
+    const agent = await this.get(userId, agentId);
+    for (const hook of this.deleteHooks) await hook(agent);
+    if (!(await this.storage.agents.delete(userId, agentId))) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
   }
 
   /** Every user has a "default" agent on the server's model, created on first use. */
