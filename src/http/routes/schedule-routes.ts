@@ -32,7 +32,7 @@ const updateScheduleBody = z
 const previewBody = z.object({ timing: scheduleTimingSchema, count: z.number().int().min(1).max(20).default(5) }).strict();
 const firesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }).strict();
 
-const scheduleDto = z.object({
+export const scheduleDto = z.object({
   id: z.string(),
   agentId: z.string(),
   name: z.string(),
@@ -45,7 +45,7 @@ const scheduleDto = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-const fireDto = z.object({
+export const fireDto = z.object({
   id: z.string(),
   scheduledFor: z.string(),
   status: z.enum(['running', 'succeeded', 'failed', 'skipped']),
