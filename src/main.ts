@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { LOCAL_USER_ID } from './config.js';
 import { buildChatGraph, RESPOND_NODE } from './agent/chat-graph.js';
 import { wireDeletionCascade } from './app/deletion-cascade.js';
-import { AgentService } from './app/agent-service.js';
+import { AgentService, demoDefaultAgent } from './app/agent-service.js';
 import { ConversationService } from './app/conversation-service.js';
 import { checkMetadataIntegrity } from './app/integrity-check.js';
 import { MemoryService } from './app/memory-service.js';
@@ -48,6 +48,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Pace of the demo model's streaming; a person likes to see tokens arrive. */
   demoTokenDelayMs?: number;
+  /** With the demo model, each user's default agent follows up after a short silence (`vigil serve` sets it). */
+  demoAgent?: boolean;
   /** Test knobs: the embedded scheduler's claim lease, and model retries (count, first backoff). */
   autonomy?: { jobLeaseMs?: number; modelRetries?: number; retryBackoffMs?: number };
 }
@@ -127,7 +129,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
       ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),
     });
-    const agents = new AgentService(storage, clock);
+    const agents = new AgentService(storage, clock, options.demoAgent && config.model === 'demo' ? demoDefaultAgent() : undefined);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
     const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs });

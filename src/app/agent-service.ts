@@ -1,8 +1,36 @@
+import { AUTONOMY_SETTINGS_KEY, autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { VigilError } from '../domain/errors.js';
 import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
 export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
+
+/** What a user's default agent starts with. */
+export interface DefaultAgentTemplate {
+  name: string;
+  settings: Record<string, unknown>;
+}
+
+const PLAIN_DEFAULT: DefaultAgentTemplate = { name: 'Default agent', settings: {} };
+
+/** Seconds of silence before the demo agent follows up: short, so a newcomer sees autonomy within a minute. */
+export const DEMO_FOLLOW_UP_SECONDS = 20;
+
+/**
+ * The default agent when `npm start` runs the offline demo model: it follows up on its
+ * own after a short silence, and its name says so, so the first thing a newcomer tries
+ * shows an agent acting while they are away.
+ */
+export function demoDefaultAgent(): DefaultAgentTemplate {
+  const delay = DEMO_FOLLOW_UP_SECONDS * 1000;
+  const policy = autonomyPolicySchema.parse({
+    enabled: true,
+    delaysMs: { check_in: delay, question_unanswered: delay, task_incomplete: delay, waiting_for_decision: delay },
+    minDelayMs: delay,
+    maxPerSilence: 2,
+  });
+  return { name: `Demo agent (follows up after ${DEMO_FOLLOW_UP_SECONDS} s)`, settings: { [AUTONOMY_SETTINGS_KEY]: policy } };
+}
 
 export interface CreateAgentInput {
   id: string;
@@ -19,7 +47,11 @@ export type AgentDeletedHook = (agent: AgentRecord) => Promise<void>;
 export class AgentService {
   private readonly deleteHooks: AgentDeletedHook[] = [];
 
-  constructor(private readonly storage: Storage, private readonly clock: Clock) {}
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly defaultAgent: DefaultAgentTemplate = PLAIN_DEFAULT,
+  ) {}
 
   /** Register cleanup run before an agent is deleted. */
   onDelete(hook: AgentDeletedHook): void {
@@ -71,7 +103,8 @@ export class AgentService {
     const existing = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);
     if (existing) return existing;
     try {
-      return await this.create(userId, { id: DEFAULT_AGENT_ID, name: 'Default agent', kind: 'chat', systemPrompt: DEFAULT_SYSTEM_PROMPT, model: null, settings: {} });
+      const { name, settings } = this.defaultAgent;
+      return await this.create(userId, { id: DEFAULT_AGENT_ID, name, kind: 'chat', systemPrompt: DEFAULT_SYSTEM_PROMPT, model: null, settings });
     } catch (error) {
       // Two first requests raced: the other one created it.
       const created = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);

@@ -16,7 +16,7 @@ async function main(argv: string[]): Promise<void> {
   // Loaded after the config is known good: a bad setting is reported at once, without
   // first loading LangChain, Fastify and the database drivers.
   const { startServer } = await import('../main.js');
-  const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25) });
+  const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25), demoAgent: true });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

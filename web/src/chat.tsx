@@ -73,7 +73,7 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
     <div className={`chat-layout${showInspector ? ' with-inspector' : ''}`}>
       <aside className={`threads${showThreads ? ' open' : ''}`} aria-label="Threads">
         <div className="new-thread">
-          <label htmlFor="new-thread-agent">Agent</label>
+          <label htmlFor="new-thread-agent">Agent for a new thread</label>
           <select id="new-thread-agent" value={newAgent} onChange={(event) => setNewAgent(event.target.value)}>
             <option value="">Default agent</option>
             {agents.map((agent) => (
