@@ -1,9 +1,13 @@
 import AxeBuilder from '@axe-core/playwright';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
+import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { DemoChatModel } from '../../src/adapters/llm/demo-chat-model.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { buildWebApp } from '../../web/build-if-stale.mjs';
 import { browserAvailable, launchBrowser } from '../helpers/browser.js';
+import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
+import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -240,5 +244,93 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       expect(await page.evaluate('document.documentElement.scrollWidth'), view).toBeLessThanOrEqual(375);
     }
     await page.close();
+  });
+
+  describe('stop, retry and a live plan', () => {
+    let scripted: TestServer;
+    let providerDown = true;
+    const plannerModel = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Organise the trip', 'Book', 'Pack')],
+      tactical_plan: [tacticalPlan(step('book it', ['current_time'])), tacticalPlan(step('pack it', ['memory_write']))],
+      executor_step: [execute([{ tool: 'current_time' }], true, 'booked'), execute([{ tool: 'memory_write', args: { content: 'Trip is packed' } }], true, 'packed')],
+      tactical_critique: always(approve()),
+      strategic_critique: [approve()],
+      text: ['The trip is organised.'],
+    });
+
+    beforeAll(async () => {
+      // "demo" streams slowly enough to stop mid-reply; "openai:flaky" fails until the provider is back.
+      scripted = await startTestServer(
+        { kind: 'sqlite' },
+        {
+          models: (spec) =>
+            spec === 'openai:planner'
+              ? plannerModel
+              : spec === 'openai:flaky' && providerDown ? new FakeStreamingChatModel({ thrownErrorString: 'provider is down' }) : new DemoChatModel({ tokenDelayMs: spec === 'demo' ? 150 : 0 }),
+        },
+      );
+    });
+    afterAll(async () => {
+      await scripted?.destroy();
+    });
+
+    async function open(threadId: string): Promise<Page> {
+      const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+      await context.addInitScript((token) => localStorage.setItem('vigil.token', token), ALICE.token);
+      const page = await context.newPage();
+      page.on('close', () => void context.close());
+      await page.goto(`${scripted.url}/#chat/${threadId}`);
+      await page.getByRole('textbox', { name: 'Message' }).waitFor();
+      return page;
+    }
+
+    it('Stop cancels a streaming reply: the run ends cancelled and the draft goes', async () => {
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'slow', name: 'Slow', model: 'demo' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'slow' } })).body.id as string;
+      const page = await open(threadId);
+      await page.getByRole('textbox', { name: 'Message' }).fill('a long answer please');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.locator('article.streaming').waitFor();
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await waitFor(async () => ((await scripted.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Json[])[0]?.status === 'cancelled', 10_000, 'the cancelled run');
+      await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
+      expect(await page.locator('article.streaming').count()).toBe(0);
+      await page.close();
+    });
+
+    it('a failed reply shows its error code with Retry; Retry sends again and the reply arrives', async () => {
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'flaky', name: 'Flaky', model: 'openai:flaky' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'flaky' } })).body.id as string;
+      const page = await open(threadId);
+      await page.getByRole('textbox', { name: 'Message' }).fill('are you there?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const alert = page.getByRole('alert').filter({ hasText: 'MODEL_ERROR' });
+      await alert.waitFor();
+      providerDown = false;
+      await alert.getByRole('button', { name: 'Retry' }).click();
+      await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant').waitFor();
+      await expect(page.getByRole('log', { name: 'Conversation' }).locator('article.assistant').textContent()).resolves.toContain('You said: "are you there?"');
+      expect(await page.getByRole('alert').filter({ hasText: 'MODEL_ERROR' }).count()).toBe(0);
+      await page.close();
+    });
+  
+    it('a plan shows live in the inspector: milestones, steps, tool calls, critic verdicts and how it ended', async () => {
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'planner', name: 'Planner', kind: 'planner', model: 'openai:planner' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'planner' } })).body.id as string;
+      const page = await open(threadId);
+      await page.getByRole('button', { name: 'Inspector' }).click();
+      await page.getByRole('textbox', { name: 'Message' }).fill('Organise my trip');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const plans = page.getByRole('region', { name: 'Plans' });
+      await plans.getByText('Organise the trip · completed').waitFor({ timeout: 20_000 });
+      const text = (await plans.textContent()) ?? '';
+      expect(text).toContain('Book · completed');
+      expect(text).toContain('Pack · completed');
+      expect(text).toContain('critic: approve');
+      expect(text).toContain('tool current_time · succeeded');
+      expect(text).toContain('tool memory_write · succeeded');
+      await page.close();
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, type AutonomyPolicy, type Hook, type LiveConnection, type Run, type Schedule, type Thread, type ThreadAutonomy } from './api.js';
+import { PlansSection } from './plans.js';
 import { whyOf } from './why.js';
 
 function duration(run: Run): string {
@@ -124,6 +125,8 @@ export function Inspector({
           </dl>
         </section>
       )}
+
+      <PlansSection threadId={thread.id} live={live} />
 
       <section aria-labelledby="runs-heading">
         <h3 id="runs-heading">Runs</h3>
