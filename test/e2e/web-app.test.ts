@@ -196,6 +196,69 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('the inspector counts down a pending follow-up and cancels it; the API sees it cancelled', async () => {
+    const agentId = `patient-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Patient', autonomy: quickFollowUps(600_000) } })).status).toBe(201);
+    const threadId = await apiThread({ agentId, title: 'Countdown' });
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'hello' } })).status).toBe(200);
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    const inspector = page.getByRole('complementary', { name: 'Inspector' });
+    const countdown = inspector.locator('.countdown');
+    await countdown.waitFor();
+    const first = await countdown.textContent();
+    expect(first).toMatch(/^(9|10) min \d+ s$/);
+    await waitFor(async () => (await countdown.textContent()) !== first, 5_000, 'the countdown to tick');
+    await inspector.getByRole('button', { name: 'Cancel follow-up' }).click();
+    await inspector.getByText('None pending.').waitFor();
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all`)).body.timers as Json[];
+    expect(timers[0]).toMatchObject({ state: 'cancelled', stateReason: 'cancelled by its owner' });
+    await page.close();
+  });
+
+  it('memory: browse, search and delete an agent\'s memories', async () => {
+    await apiThread(); // the default agent exists from the first thread on
+    for (const content of ['Prefers window seats', 'Allergic to peanuts']) {
+      expect((await server.request('POST', '/api/agents/default/memories', { body: { content } })).status).toBe(201);
+    }
+    const page = await signedIn(ALICE.token, 1440, '#memory');
+    await page.getByLabel('Agent').selectOption('default');
+    await page.getByText('Prefers window seats').waitFor();
+    await page.getByText('Allergic to peanuts').waitFor();
+    await page.getByLabel('Search memories').fill('peanuts');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await waitFor(async () => (await page.getByText('Prefers window seats').count()) === 0, 5_000, 'the search to narrow the list');
+    await page.getByRole('button', { name: 'Delete memory' }).click();
+    await page.getByText('No memories.').waitFor();
+    const left = (await server.request('GET', '/api/agents/default/memories')).body.memories as Json[];
+    expect(left.map((memory) => memory.content)).toEqual(['Prefers window seats']);
+    await page.close();
+  });
+
+  it('the thread list marks a thread with an unseen autonomous message, and rename and delete work from it', async () => {
+    const agentId = `marker-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Marker', autonomy: quickFollowUps(300) } })).status).toBe(201);
+    const threadId = await apiThread({ agentId, title: 'Quiet thread' });
+    const page = await signedIn(ALICE.token, 1440, '#chat');
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'hello' } })).status).toBe(200);
+    const item = page.getByRole('complementary', { name: 'Threads' }).getByRole('listitem').filter({ hasText: 'Quiet thread' });
+    await item.getByLabel('new autonomous message').waitFor({ timeout: 20_000 });
+    await item.getByRole('button', { name: 'Quiet thread' }).first().click();
+    await page.getByRole('log', { name: 'Conversation' }).locator('article.autonomous').waitFor();
+    await expect(item.getByLabel('new autonomous message').count()).resolves.toBe(0);
+
+    await item.getByRole('button', { name: 'Rename Quiet thread' }).click();
+    await page.getByLabel('New title').fill('Renamed thread');
+    await page.getByLabel('New title').press('Enter');
+    await page.getByRole('heading', { name: 'Renamed thread' }).waitFor();
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.title).toBe('Renamed thread');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete Renamed thread' }).click();
+    await waitFor(async () => (await server.request('GET', `/api/threads/${threadId}`)).status === 404, 5_000, 'the thread to be deleted');
+    await page.getByText('Pick a thread or start a new one.').waitFor();
+    await page.close();
+  });
+
   it("I12: a second user signed in does not see the first user's threads", async () => {
     const title = `alice-private-${Date.now()}`;
     await apiThread({ title });
