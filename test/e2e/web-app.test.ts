@@ -309,6 +309,25 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('with the local default user (no tokens configured) the app opens without signing in', async () => {
+    const local = await startTestServer({ kind: 'sqlite' }, { environment: { VIGIL_AUTH_TOKENS: '' } });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${local.url}/`);
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+      expect(await page.getByLabel('Access token').count()).toBe(0);
+      await page.getByRole('button', { name: 'New thread' }).click();
+      await page.getByRole('textbox', { name: 'Message' }).fill('hi');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)').waitFor();
+      expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    } finally {
+      await context.close();
+      await local.destroy();
+    }
+  });
+
   describe('stop, retry and a live plan', () => {
     let scripted: TestServer;
     let providerDown = true;
