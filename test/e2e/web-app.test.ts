@@ -41,7 +41,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     // A context per page (axe needs one), so each person's storage is their own.
     const context = await browser.newContext({ viewport: { width, height: 900 } });
     const page = await context.newPage();
-    page.on('close', () => void context.close());
+    page.on('close', () => void context.close().catch(() => undefined)); // the browser may close first
     page.on('pageerror', (error) => console.error('page error:', error.message));
     await page.goto(`${server.url}/${hash}`);
     await page.getByLabel('Access token').fill(token);
@@ -259,6 +259,23 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('planner agent form: tools listed, planner settings saved, a refused key named next to the field', async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'form-planner', name: 'Form Planner', kind: 'planner' } })).status).toBe(201);
+    const page = await signedIn(ALICE.token, 1440, '#agents');
+    await page.getByRole('button', { name: 'Edit Form Planner' }).click();
+    const form = page.getByRole('form', { name: 'Edit Form Planner' });
+    await form.getByText('current_time').waitFor();
+    const settings = form.getByLabel(/Planner settings/);
+    await settings.fill(JSON.stringify({ budgets: { maxSteps: 'lots' } }));
+    await form.getByRole('button', { name: 'Save agent' }).click();
+    await expect(form.locator('#agent-planner-error').textContent()).resolves.toContain('/budgets/maxSteps');
+    await settings.fill(JSON.stringify({ budgets: { maxToolCalls: 5 } }));
+    await form.getByRole('button', { name: 'Save agent' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await server.request('GET', '/api/agents/form-planner/planner')).body.budgets).toMatchObject({ maxToolCalls: 5 });
+    await page.close();
+  });
+
   it("I12: a second user signed in does not see the first user's threads", async () => {
     const title = `alice-private-${Date.now()}`;
     await apiThread({ title });
@@ -361,7 +378,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
       await context.addInitScript((token) => localStorage.setItem('vigil.token', token), ALICE.token);
       const page = await context.newPage();
-      page.on('close', () => void context.close());
+      page.on('close', () => void context.close().catch(() => undefined)); // the browser may close first
       await page.goto(`${scripted.url}/#chat/${threadId}`);
       await page.getByRole('textbox', { name: 'Message' }).waitFor();
       return page;

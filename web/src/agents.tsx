@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, type Agent, type AutonomyPolicy } from './api.js';
+import { api, ApiError, type Agent, type AgentTools, type AutonomyPolicy, type PlannerSettings } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
 
 const PATHS = ['/id', '/name', '/kind', '/model', '/systemPrompt', '/autonomy'];
@@ -54,10 +54,19 @@ export function AgentsView({ agents, onChange }: { agents: Agent[]; onChange: ()
 function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDone: () => Promise<void>; onCancel: () => void }) {
   const [error, setError] = useState<unknown>();
   const [policy, setPolicy] = useState<AutonomyPolicy | undefined>();
+  const [planner, setPlanner] = useState<{ settings: PlannerSettings; tools: AgentTools } | undefined>();
+  const [plannerError, setPlannerError] = useState<string | undefined>();
+  const isPlanner = agent?.kind === 'planner';
   useEffect(() => {
-    if (agent) void api<{ policy: AutonomyPolicy }>('GET', `/api/agents/${agent.id}/autonomy`).then((answer) => setPolicy(answer.policy));
+    if (!agent) return;
+    void api<{ policy: AutonomyPolicy }>('GET', `/api/agents/${agent.id}/autonomy`).then((answer) => setPolicy(answer.policy));
+    if (agent.kind === 'planner') {
+      void Promise.all([api<PlannerSettings>('GET', `/api/agents/${agent.id}/planner`), api<AgentTools>('GET', `/api/agents/${agent.id}/tools`)]).then(([settings, tools]) =>
+        setPlanner({ settings, tools }),
+      );
+    }
   }, [agent]);
-  if (agent && !policy) return <p>Loading…</p>;
+  if (agent && (!policy || (isPlanner && !planner))) return <p>Loading…</p>;
 
   return (
     <form
@@ -83,13 +92,33 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
           model: text('model') || null,
           autonomy,
         };
+        let plannerSettings: unknown;
+        if (isPlanner) {
+          try {
+            plannerSettings = JSON.parse(text('plannerSettings'));
+          } catch {
+            setPlannerError('not valid JSON');
+            return;
+          }
+        }
         try {
           if (agent) await api('PATCH', `/api/agents/${agent.id}`, body);
           else await api('POST', '/api/agents', { id: text('id'), kind: text('kind'), ...body });
-          await onDone();
+          setError(undefined);
         } catch (failure) {
           setError(failure);
+          return;
         }
+        if (agent && isPlanner) {
+          try {
+            await api('PUT', `/api/agents/${agent.id}/planner`, plannerSettings);
+          } catch (failure) {
+            // The server names the refused key: /mcpServers/<name>/url, /budgets/maxSteps, …
+            setPlannerError(failure instanceof ApiError ? failure.details.map((detail) => `${detail.path} ${detail.message}`).join('; ') || failure.message : String(failure));
+            return;
+          }
+        }
+        await onDone();
       }}
     >
       <h2>{agent ? `Edit ${agent.name}` : 'New agent'}</h2>
@@ -128,6 +157,27 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
           <input id="agent-per-day" name="maxPerDay" type="number" defaultValue={String(policy?.maxPerDay ?? 5)} />
         </Field>
       </fieldset>
+      {isPlanner && planner && (
+        <fieldset>
+          <legend>Planner: tools and MCP servers</legend>
+          <Field id="agent-planner" label="Planner settings (JSON: budgets, fetch, mcpServers, overlord)" error={plannerError}>
+            <textarea id="agent-planner" name="plannerSettings" rows={10} className="code" defaultValue={JSON.stringify(planner.settings, null, 2)} aria-invalid={Boolean(plannerError)} />
+          </Field>
+          <p>Tools it can call now:</p>
+          <ul className="tools">
+            {planner.tools.tools.map((tool) => (
+              <li key={tool.name}>
+                <code>{tool.name}</code> <span className="muted">({tool.source === 'mcp' ? `MCP ${tool.server}` : 'built-in'})</span>
+              </li>
+            ))}
+            {planner.tools.unavailable.map((server) => (
+              <li key={server.server} className="field-error">
+                MCP server {server.server} unavailable: {server.error}
+              </li>
+            ))}
+          </ul>
+        </fieldset>
+      )}
       <div className="actions">
         <button type="submit">Save agent</button>
         <button type="button" onClick={onCancel}>

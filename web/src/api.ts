@@ -8,7 +8,8 @@ import type { agentDto, messageDto, runDto, threadDto, memoryDto, errorBody } fr
 import type { timerDto, threadAutonomyDto } from '../../src/http/routes/autonomy-routes.js';
 import type { scheduleDto, fireDto } from '../../src/http/routes/schedule-routes.js';
 import type { hookDto } from '../../src/http/routes/hook-routes.js';
-import type { planDto, toolCallDto } from '../../src/http/routes/plan-routes.js';
+import type { planDto, toolCallDto, toolDto } from '../../src/http/routes/plan-routes.js';
+import type { PlannerSettings } from '../../src/domain/planner/planner-settings.js';
 import type { AutonomyPolicy, AutonomyPolicyInput } from '../../src/domain/autonomy/autonomy-policy.js';
 import type { VigilEvent } from '../../src/domain/events.js';
 
@@ -26,6 +27,9 @@ export type CreatedHook = Hook & { secret: string };
 export type Plan = z.infer<typeof planDto>;
 export type ToolCall = z.infer<typeof toolCallDto>;
 export type PlanDetail = Plan & { toolCalls: ToolCall[] };
+export type Tool = z.infer<typeof toolDto>;
+export type AgentTools = { tools: Tool[]; unavailable: Array<{ server: string; error: string }> };
+export type { PlannerSettings };
 export type ErrorBody = z.infer<typeof errorBody>;
 export type { AutonomyPolicy, AutonomyPolicyInput, VigilEvent };
 

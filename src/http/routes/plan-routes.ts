@@ -66,7 +66,7 @@ export const toolCallDto = z.object({
   startedAt: z.string(),
   endedAt: z.string(),
 });
-const toolDto = z.object({ name: z.string(), description: z.string(), source: z.enum(['built-in', 'mcp']), server: z.string().nullable(), parameters: z.record(z.string(), z.unknown()) });
+export const toolDto = z.object({ name: z.string(), description: z.string(), source: z.enum(['built-in', 'mcp']), server: z.string().nullable(), parameters: z.record(z.string(), z.unknown()) });
 
 function toPlanDto(plan: PlanRecord): z.infer<typeof planDto> {
   return {
