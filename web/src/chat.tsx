@@ -104,7 +104,7 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
           <h1>{current ? current.title ?? 'Untitled thread' : 'Chat'}</h1>
           {current && (
             <>
-              <AgentSwitch agents={agents} thread={current} />
+              <AgentTag agents={agents} thread={current} />
               <button type="button" aria-expanded={showInspector} aria-controls="inspector" onClick={() => setShowInspector((value) => !value)}>
                 Inspector
               </button>
@@ -124,8 +124,8 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
   );
 }
 
-/** New threads start on the chosen agent; an open thread shows which one answers it. */
-function AgentSwitch({ agents, thread }: { agents: Agent[]; thread: Thread }) {
+/** Which agent answers the open thread (new threads take the agent chosen in the list). */
+function AgentTag({ agents, thread }: { agents: Agent[]; thread: Thread }) {
   const agent = agents.find((candidate) => candidate.id === thread.agentId);
   return <span className="agent-tag">{agent?.name ?? thread.agentId}</span>;
 }
