@@ -29,7 +29,16 @@ export async function buildWebApp({ force = false } = {}) {
     console.warn('vigil: vite is not installed, so the web app is not built; the API works without it.');
     return false;
   }
-  await vite.build({ configFile: join(webDir, 'vite.config.ts'), logLevel: 'warn' });
+  // Always React's production build, also when a test run (NODE_ENV=test) asks for it:
+  // Vite and the React plugin read NODE_ENV to choose the development build.
+  const previous = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await vite.build({ configFile: join(webDir, 'vite.config.ts'), mode: 'production', logLevel: 'warn' });
+  } finally {
+    if (previous === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = previous;
+  }
   return true;
 }
 

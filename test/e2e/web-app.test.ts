@@ -111,7 +111,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.getByRole('textbox', { name: 'Message' }).fill('I will think about it');
     await page.getByRole('textbox', { name: 'Message' }).press('Enter'); // keyboard only
     const log = page.getByRole('log', { name: 'Conversation' });
-    const followUp = log.locator('article.autonomous');
+    const followUp = log.locator('article.autonomous:not(.streaming)');
     await followUp.waitFor({ timeout: 20_000 });
     await expect(followUp.locator('.why').textContent()).resolves.toBe('followed up: question left unanswered');
     await expect(followUp.textContent()).resolves.toContain('Following up on my earlier question');

@@ -17,8 +17,9 @@ export function whyOf(run: Pick<Run, 'trigger' | 'meta'> | undefined, names: { s
   const meta = run.meta;
   switch (run.trigger) {
     case 'autonomy': {
-      const type = typeof meta.trigger_type === 'string' ? meta.trigger_type : '';
-      return `followed up: ${FOLLOW_UP_REASONS[type] ?? (type.replace(/_/g, ' ') || 'no reply yet')}`;
+      // Until the run's meta is loaded (a reply already streaming), just "followed up".
+      if (typeof meta.trigger_type !== 'string') return 'followed up';
+      return `followed up: ${FOLLOW_UP_REASONS[meta.trigger_type] ?? meta.trigger_type.replace(/_/g, ' ')}`;
     }
     case 'cron': {
       const schedule = names.schedules.find((candidate) => candidate.id === meta.schedule_id);
