@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { LOCAL_USER_ID } from './config.js';
 import { buildChatGraph, RESPOND_NODE } from './agent/chat-graph.js';
-import { AgentService } from './app/agent-service.js';
+import { wireDeletionCascade } from './app/deletion-cascade.js';
+import { AgentService, demoDefaultAgent } from './app/agent-service.js';
 import { ConversationService } from './app/conversation-service.js';
 import { checkMetadataIntegrity } from './app/integrity-check.js';
 import { MemoryService } from './app/memory-service.js';
@@ -58,6 +59,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Pace of the demo model's streaming; a person likes to see tokens arrive. */
   demoTokenDelayMs?: number;
+  /** With the demo model, each user's default agent follows up after a short silence (`vigil serve` sets it). */
+  demoAgent?: boolean;
   /** Test knobs: the embedded scheduler's claim lease, and model retries (count, first backoff). */
   autonomy?: { jobLeaseMs?: number; modelRetries?: number; retryBackoffMs?: number };
   /** Strict mode (tests): told of every response whose status the API document does not declare. */
@@ -155,7 +158,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const { run } = outcome;
       if (run.endedAt) metrics.runEnded({ trigger: run.trigger, status: run.status, seconds: (Date.parse(run.endedAt) - Date.parse(run.startedAt)) / 1000 });
     });
-    const agents = new AgentService(storage, clock);
+    const agents = new AgentService(storage, clock, options.demoAgent && config.model === 'demo' ? demoDefaultAgent() : undefined);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
     const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
@@ -199,6 +202,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
+    wireDeletionCascade({ agents, conversations, autonomy, schedules, hooks });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
       ? new TelegramChannel(

@@ -1,8 +1,36 @@
+import { AUTONOMY_SETTINGS_KEY, autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { VigilError } from '../domain/errors.js';
-import type { AgentKind, AgentRecord, Clock, Storage } from './ports.js';
+import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
 export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
+
+/** What a user's default agent starts with. */
+export interface DefaultAgentTemplate {
+  name: string;
+  settings: Record<string, unknown>;
+}
+
+const PLAIN_DEFAULT: DefaultAgentTemplate = { name: 'Default agent', settings: {} };
+
+/** Seconds of silence before the demo agent follows up: short, so a newcomer sees autonomy within a minute. */
+export const DEMO_FOLLOW_UP_SECONDS = 20;
+
+/**
+ * The default agent when `npm start` runs the offline demo model: it follows up on its
+ * own after a short silence, and its name says so, so the first thing a newcomer tries
+ * shows an agent acting while they are away.
+ */
+export function demoDefaultAgent(): DefaultAgentTemplate {
+  const delay = DEMO_FOLLOW_UP_SECONDS * 1000;
+  const policy = autonomyPolicySchema.parse({
+    enabled: true,
+    delaysMs: { check_in: delay, question_unanswered: delay, task_incomplete: delay, waiting_for_decision: delay },
+    minDelayMs: delay,
+    maxPerSilence: 2,
+  });
+  return { name: `Demo agent (follows up after ${DEMO_FOLLOW_UP_SECONDS} s)`, settings: { [AUTONOMY_SETTINGS_KEY]: policy } };
+}
 
 export interface CreateAgentInput {
   id: string;
@@ -13,8 +41,22 @@ export interface CreateAgentInput {
   settings: Record<string, unknown>;
 }
 
+/** Called before an agent is deleted: each feature stops what runs for it (threads, timers, schedules, hooks). */
+export type AgentDeletedHook = (agent: AgentRecord) => Promise<void>;
+
 export class AgentService {
-  constructor(private readonly storage: Storage, private readonly clock: Clock) {}
+  private readonly deleteHooks: AgentDeletedHook[] = [];
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly defaultAgent: DefaultAgentTemplate = PLAIN_DEFAULT,
+  ) {}
+
+  /** Register cleanup run before an agent is deleted. */
+  onDelete(hook: AgentDeletedHook): void {
+    this.deleteHooks.push(hook);
+  }
 
   create(userId: string, input: CreateAgentInput): Promise<AgentRecord> {
     return this.storage.agents.create({ ...input, userId }, this.clock.now().toISOString());
@@ -37,12 +79,32 @@ export class AgentService {
     return agent;
   }
 
+  /** Change the agent's own fields and, when given, one feature's setting; AGENT_NOT_FOUND when it is not the user's. */
+  async update(userId: string, agentId: string, changes: AgentChanges, setting?: { key: string; value: unknown }): Promise<AgentRecord> {
+    const now = this.clock.now().toISOString();
+    let agent = await this.storage.agents.update(userId, agentId, changes, now);
+    if (agent && setting) agent = await this.storage.agents.updateSetting(userId, agentId, setting.key, setting.value, now);
+    if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
+    return agent;
+  }
+
+  /**
+   * Delete the agent after every registered feature stopped what runs for it, so no
+   * timer, schedule or webhook fires afterwards for an agent that is gone.
+   */
+  async delete(userId: string, agentId: string): Promise<void> {
+    const agent = await this.get(userId, agentId);
+    for (const hook of this.deleteHooks) await hook(agent);
+    if (!(await this.storage.agents.delete(userId, agentId))) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
+  }
+
   /** Every user has a "default" agent on the server's model, created on first use. */
   async getOrCreateDefault(userId: string): Promise<AgentRecord> {
     const existing = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);
     if (existing) return existing;
     try {
-      return await this.create(userId, { id: DEFAULT_AGENT_ID, name: 'Default agent', kind: 'chat', systemPrompt: DEFAULT_SYSTEM_PROMPT, model: null, settings: {} });
+      const { name, settings } = this.defaultAgent;
+      return await this.create(userId, { id: DEFAULT_AGENT_ID, name, kind: 'chat', systemPrompt: DEFAULT_SYSTEM_PROMPT, model: null, settings });
     } catch (error) {
       // Two first requests raced: the other one created it.
       const created = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);

@@ -25,6 +25,9 @@ export interface SendOptions {
 /** Called when a person's message is received, before it waits for the thread or reaches a model. */
 export type UserMessageHook = (thread: ThreadRecord, receivedAt: string) => Promise<void>;
 
+/** Called before a thread is deleted: a feature stops what would still run on it (a pending follow-up, a schedule). */
+export type ThreadDeletedHook = (thread: ThreadRecord) => Promise<void>;
+
 /** What a system-started run may add: how it treats a busy thread, its admission check, its retry gate. */
 export interface TriggeredRunGate {
   whenBusy?: 'wait' | 'decline';
@@ -37,6 +40,7 @@ export interface TriggeredRunGate {
 /** Threads, their history, and a person's message: the use cases of the chat API. */
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
+  private readonly threadDeletedHooks: ThreadDeletedHook[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -54,6 +58,34 @@ export class ConversationService {
   /** Register a hook run on receipt of every person's message (autonomy cancels the thread's timers there, I6). */
   onUserMessage(hook: UserMessageHook): void {
     this.userMessageHooks.push(hook);
+  }
+
+  /** Register cleanup run before a thread is deleted. */
+  onThreadDeleted(hook: ThreadDeletedHook): void {
+    this.threadDeletedHooks.push(hook);
+  }
+
+  async renameThread(userId: string, threadId: string, title: string | null): Promise<ThreadRecord> {
+    const thread = await this.storage.threads.rename(userId, threadId, title);
+    if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+    return thread;
+  }
+
+  /**
+   * Delete a thread: features stop their work on it first, then its checkpoints and its
+   * messages go. Runs stay as the record of what happened.
+   */
+  async deleteThread(userId: string, threadId: string): Promise<void> {
+    const thread = await this.getThread(userId, threadId);
+    for (const hook of this.threadDeletedHooks) await hook(thread);
+    await this.storage.checkpointer.deleteThread(threadId);
+    if (!(await this.storage.threads.delete(userId, threadId))) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+    this.logger.info({ threadId }, 'thread deleted');
+  }
+
+  /** Delete every thread of an agent (the agent is being deleted). */
+  async deleteThreadsOf(userId: string, agentId: string): Promise<void> {
+    for (const threadId of await this.storage.threads.listIdsByAgent(userId, agentId)) await this.deleteThread(userId, threadId);
   }
 
   listThreads(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage> {

@@ -36,7 +36,13 @@ export interface AgentRepository {
   list(userId: string): Promise<AgentRecord[]>;
   /** Set one key of an agent's settings (others untouched); undefined when the agent is not the user's. */
   updateSetting(userId: string, id: string, key: string, value: unknown, now: Iso): Promise<AgentRecord | undefined>;
+  /** Change an agent's own fields; undefined when the agent is not the user's. */
+  update(userId: string, id: string, changes: AgentChanges, now: Iso): Promise<AgentRecord | undefined>;
+  /** False when the agent is not the user's. */
+  delete(userId: string, id: string): Promise<boolean>;
 }
+
+export type AgentChanges = Partial<Pick<AgentRecord, 'name' | 'systemPrompt' | 'model'>>;
 
 // ---------- threads and their message projection ----------
 export interface ThreadRecord {
@@ -121,6 +127,12 @@ export interface ThreadRepository {
    * user gets an empty page. `fromSeq` bounds the page below (inclusive).
    */
   history(userId: string, threadId: string, options: HistoryOptions): Promise<MessagePage>;
+  /** Set the title; undefined when the thread is not the user's (I12). */
+  rename(userId: string, threadId: string, title: string | null): Promise<ThreadRecord | undefined>;
+  /** Delete the thread and its projected messages; false when it is not the user's (I12). */
+  delete(userId: string, threadId: string): Promise<boolean>;
+  /** Ids of the user's threads with this agent (for deleting an agent). */
+  listIdsByAgent(userId: string, agentId: string): Promise<string[]>;
 }
 
 // ---------- runs ----------

@@ -9,7 +9,8 @@ export async function serve(): Promise<void> {
   // Loaded after the config is known good: a bad setting is reported at once, without
   // first loading LangChain, Fastify and the database drivers.
   const { startServer } = await import('../main.js');
-  const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25) });
+  // VIGIL_DEMO_AGENT=off keeps the plain default agent (process tests that count events).
+  const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25), demoAgent: process.env.VIGIL_DEMO_AGENT !== 'off' });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

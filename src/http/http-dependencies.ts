@@ -38,6 +38,8 @@ export interface HttpDependencies {
   plans?: PlanService;
   /** Cron and one-shot schedules. */
   schedules?: ScheduleService;
+  /** Serve the built web app at / (default: when web/dist exists). */
+  webApp?: boolean;
   /** The Telegram channel in webhook mode: its update route exists only then. */
   telegramWebhook?: TelegramWebhookReceiver;
   /** Operators' metrics; `/metrics` is served when `exposition` is given (and not on a port of its own). */

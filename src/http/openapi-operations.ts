@@ -61,6 +61,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'PUT /api/agents/{agentId}/planner': { id: 'replacePlannerSettings', summary: "Replace a planner agent's settings" },
   'POST /api/schedules': { id: 'createSchedule', summary: 'Create a cron or one-shot schedule' },
   'GET /api/schedules': { id: 'listSchedules', summary: 'List your schedules' },
+  'POST /api/schedules/preview': { id: 'previewSchedule', summary: 'The next fire times of a cron expression or one-shot time' },
   'GET /api/schedules/{scheduleId}': { id: 'getSchedule', summary: 'Get a schedule' },
   'PATCH /api/schedules/{scheduleId}': { id: 'updateSchedule', summary: 'Pause, resume or change a schedule' },
   'DELETE /api/schedules/{scheduleId}': { id: 'deleteSchedule', summary: 'Delete a schedule' },

@@ -37,8 +37,19 @@ export const createAgentBody = z
     autonomy: autonomyPolicySchema.optional(),
   })
   .strict();
+export const updateAgentBody = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    systemPrompt: z.string().max(20_000).optional(),
+    model: modelSpec.nullable().optional(),
+    /** Replaces the agent's autonomy policy, as PUT /api/agents/{id}/autonomy does. */
+    autonomy: autonomyPolicySchema.optional(),
+  })
+  .strict()
+  .refine((value) => Object.keys(value).length > 0, 'nothing to change');
 export const agentParams = z.object({ agentId: idParam }).strict();
 export const createThreadBody = z.object({ agentId: idParam.optional(), title: z.string().trim().min(1).max(200).optional() }).strict();
+export const updateThreadBody = z.object({ title: z.string().trim().min(1).max(200).nullable() }).strict();
 export const threadParams = z.object({ threadId: idParam }).strict();
 export const runParams = z.object({ runId: idParam }).strict();
 export const memoryParams = z.object({ memoryId: idParam }).strict();

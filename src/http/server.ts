@@ -18,6 +18,7 @@ import { threadRoutes } from './routes/thread-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
+import { isWebAppPath, registerWebApp } from './web-app.js';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json']);
 /** The API reference is public, like the document it renders. */
@@ -41,7 +42,9 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler(notFoundHandler);
+  // With the web app, its handler answers page paths with index.html and the rest as before.
+  const servesWebApp = deps.webApp !== false && (await registerWebApp(app));
+  if (!servesWebApp) app.setNotFoundHandler(notFoundHandler);
   app.decorateRequest('userId', '');
 
   await app.register(fastifySwagger, {
@@ -71,6 +74,8 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     deps.withLogContext({ requestId: request.id }, () => {
       const path = request.url.split('?')[0] ?? '';
       if (isPublicPath(path) || request.routeOptions.config?.public === true) return done();
+      // The web app's own files carry no data; it signs in against /api like any client.
+      if (servesWebApp && isWebAppPath(path)) return done();
       try {
         const token = new URLSearchParams(request.url.split('?')[1] ?? '').get('token') ?? undefined;
         // Browsers cannot set headers on a WebSocket: it may pass ?token= instead.

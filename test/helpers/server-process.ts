@@ -16,7 +16,7 @@ export interface ServerProcess {
 export function spawnServer(environment: Record<string, string>): { child: ChildProcess; output: () => string; exited: ServerProcess['exited'] } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'serve'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_PORT: '0', VIGIL_LOG_LEVEL: 'info', VIGIL_DEMO_TOKEN_DELAY_MS: '0', ...environment },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_PORT: '0', VIGIL_LOG_LEVEL: 'info', VIGIL_DEMO_TOKEN_DELAY_MS: '0', VIGIL_DEMO_AGENT: 'off', ...environment },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

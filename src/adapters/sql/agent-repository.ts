@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { AgentKind, AgentRecord, AgentRepository, Iso, NewAgent } from '../../app/ports.js';
+import type { AgentChanges, AgentKind, AgentRecord, AgentRepository, Iso, NewAgent } from '../../app/ports.js';
 import { VigilError } from '../../domain/errors.js';
 import type { AgentsTable, SqlContext } from './database.js';
 import { decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
@@ -63,6 +63,27 @@ export class SqlAgentRepository implements AgentRepository {
         .executeTakeFirstOrThrow();
       return toAgentRecord(updated);
     });
+  }
+
+  async update(userId: string, id: string, changes: AgentChanges, now: Iso): Promise<AgentRecord | undefined> {
+    const row = await this.#context.db
+      .updateTable('agents')
+      .set({
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.systemPrompt !== undefined ? { system_prompt: changes.systemPrompt } : {}),
+        ...(changes.model !== undefined ? { model: changes.model } : {}),
+        updated_at: isoForDatabase(now),
+      })
+      .where('user_id', '=', userId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return row === undefined ? undefined : toAgentRecord(row);
+  }
+
+  async delete(userId: string, id: string): Promise<boolean> {
+    const result = await this.#context.db.deleteFrom('agents').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
   }
 
   async list(userId: string): Promise<AgentRecord[]> {

@@ -143,6 +143,29 @@ export class SqlThreadRepository implements ThreadRepository {
       nextCursor: rows.length > limit && oldest !== undefined ? encodeMessageCursor({ seq: oldest.seq }) : null,
     };
   }
+
+  async rename(userId: string, threadId: string, title: string | null): Promise<ThreadRecord | undefined> {
+    // updated_at orders the thread list by activity: a rename is not activity, so it stays.
+    const row = await this.#context.db
+      .updateTable('threads')
+      .set({ title })
+      .where('id', '=', threadId)
+      .where('user_id', '=', userId)
+      .returningAll()
+      .executeTakeFirst();
+    return row === undefined ? undefined : toThreadRecord(row);
+  }
+
+  async delete(userId: string, threadId: string): Promise<boolean> {
+    // Messages go by ON DELETE CASCADE (SQLite runs with foreign_keys = ON).
+    const result = await this.#context.db.deleteFrom('threads').where('id', '=', threadId).where('user_id', '=', userId).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async listIdsByAgent(userId: string, agentId: string): Promise<string[]> {
+    const rows = await this.#context.db.selectFrom('threads').select('id').where('user_id', '=', userId).where('agent_id', '=', agentId).execute();
+    return rows.map((row) => row.id);
+  }
 }
 
 /** Drop messages already stored for the thread, and repeats within the batch (first wins). */

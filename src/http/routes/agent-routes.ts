@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { HttpDependencies } from '../http-dependencies.js';
-import { agentDto, agentParams, createAgentBody, createMemoryBody, errorBody, listMemoriesQuery, memoryDto, memoryParams, toAgentDto, toMemoryDto } from '../schemas.js';
+import { AUTONOMY_SETTINGS_KEY } from '../../domain/autonomy/autonomy-policy.js';
+import { agentDto, agentParams, createAgentBody, updateAgentBody, createMemoryBody, errorBody, listMemoriesQuery, memoryDto, memoryParams, toAgentDto, toMemoryDto } from '../schemas.js';
 
 export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
   return async (app) => {
@@ -17,6 +18,33 @@ export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
 
     app.get('/api/agents/:agentId', { schema: { tags: ['agents'], params: agentParams, response: { 200: agentDto, 404: errorBody } } }, async (request) =>
       toAgentDto(await deps.agents.get(request.userId, request.params.agentId)),
+    );
+
+    app.patch(
+      '/api/agents/:agentId',
+      {
+        schema: {
+          tags: ['agents'],
+          description: 'Change name, system prompt, model or autonomy policy; a refused field is named in error.details[].path.',
+          params: agentParams,
+          body: updateAgentBody,
+          response: { 200: agentDto, 400: errorBody, 404: errorBody },
+        },
+      },
+      async (request) => {
+        const { autonomy, ...changes } = request.body;
+        const setting = autonomy ? { key: AUTONOMY_SETTINGS_KEY, value: autonomy } : undefined;
+        return toAgentDto(await deps.agents.update(request.userId, request.params.agentId, changes, setting));
+      },
+    );
+
+    app.delete(
+      '/api/agents/:agentId',
+      { schema: { tags: ['agents'], description: 'Delete the agent, its threads, and the schedules, webhooks and follow-ups that would run for it.', params: agentParams } },
+      async (request, reply) => {
+        await deps.agents.delete(request.userId, request.params.agentId);
+        return reply.status(204).send();
+      },
     );
 
     app.post(

@@ -32,7 +32,7 @@ export const timerDto = z.object({
   createdAt: z.string(),
   firedAt: z.string().nullable(),
 });
-const threadAutonomyDto = z.object({ threadId: z.string(), enabled: z.boolean(), paused: z.boolean(), pending: z.array(timerDto) });
+export const threadAutonomyDto = z.object({ threadId: z.string(), enabled: z.boolean(), paused: z.boolean(), pending: z.array(timerDto) });
 const policyDto = z.object({ policy: autonomyPolicySchema });
 
 export function toTimerDto(timer: TimerRecord): z.infer<typeof timerDto> {

@@ -29,7 +29,7 @@ const milestoneDto = z.object({
 const heartbeatDto = z
   .object({ status: z.enum(['armed', 'ended']), wakes: z.number().int(), lastDecision: z.string().nullable(), lastReason: z.string().nullable(), nextCheckAt: z.string().nullable() })
   .nullable();
-const planDto = z.object({
+export const planDto = z.object({
   id: z.string(),
   threadId: z.string(),
   agentId: z.string(),
@@ -52,7 +52,7 @@ const planDto = z.object({
   updatedAt: z.string(),
   endedAt: z.string().nullable(),
 });
-const toolCallDto = z.object({
+export const toolCallDto = z.object({
   id: z.string(),
   seq: z.number().int(),
   runId: z.string(),
@@ -66,7 +66,7 @@ const toolCallDto = z.object({
   startedAt: z.string(),
   endedAt: z.string(),
 });
-const toolDto = z.object({ name: z.string(), description: z.string(), source: z.enum(['built-in', 'mcp']), server: z.string().nullable(), parameters: z.record(z.string(), z.unknown()) });
+export const toolDto = z.object({ name: z.string(), description: z.string(), source: z.enum(['built-in', 'mcp']), server: z.string().nullable(), parameters: z.record(z.string(), z.unknown()) });
 
 function toPlanDto(plan: PlanRecord): z.infer<typeof planDto> {
   return {

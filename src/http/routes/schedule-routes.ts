@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FireRecord, ScheduleRecord } from '../../app/schedules/schedule-ports.js';
 import type { ScheduleService } from '../../app/schedules/schedule-service.js';
 import { MISSED_POLICIES } from '../../domain/schedules/missed-policy.js';
-import { scheduleTimingSchema } from '../../domain/schedules/schedule-timing.js';
+import { firesBetween, scheduleTimingSchema } from '../../domain/schedules/schedule-timing.js';
 import { errorBody, idParam } from '../schemas.js';
 
 const scheduleParams = z.object({ scheduleId: idParam }).strict();
@@ -29,9 +29,10 @@ const updateScheduleBody = z
   })
   .strict()
   .refine((value) => Object.keys(value).length > 0, 'nothing to change');
+const previewBody = z.object({ timing: scheduleTimingSchema, count: z.number().int().min(1).max(20).default(5) }).strict();
 const firesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }).strict();
 
-const scheduleDto = z.object({
+export const scheduleDto = z.object({
   id: z.string(),
   agentId: z.string(),
   name: z.string(),
@@ -44,7 +45,7 @@ const scheduleDto = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-const fireDto = z.object({
+export const fireDto = z.object({
   id: z.string(),
   scheduledFor: z.string(),
   status: z.enum(['running', 'succeeded', 'failed', 'skipped']),
@@ -70,6 +71,19 @@ export function scheduleRoutes(schedules: ScheduleService): FastifyPluginAsyncZo
   return async (app) => {
     app.post('/api/schedules', { schema: { tags: ['schedules'], body: createScheduleBody, response: { 201: scheduleDto, 400: errorBody, 404: errorBody } } }, async (request, reply) =>
       reply.status(201).send(toScheduleDto(await schedules.create(request.userId, request.body))),
+    );
+    app.post(
+      '/api/schedules/preview',
+      {
+        schema: {
+          tags: ['schedules'],
+          description: 'The next fire times of a timing (cron + time zone, or a one-shot), without creating anything; for a form to show before saving.',
+          body: previewBody,
+          response: { 200: z.object({ fires: z.array(z.string()) }), 400: errorBody },
+        },
+      },
+      // A bound of ten years keeps a cron that never matches (Feb 30) from looping.
+      async (request) => ({ fires: firesBetween(request.body.timing, new Date(), new Date(Date.now() + 10 * 365 * 86_400_000), request.body.count).map((at) => at.toISOString()) }),
     );
     app.get('/api/schedules', { schema: { tags: ['schedules'], response: { 200: z.object({ schedules: z.array(scheduleDto) }) } } }, async (request) => ({
       schedules: (await schedules.list(request.userId)).map(toScheduleDto),

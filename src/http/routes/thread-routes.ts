@@ -15,6 +15,7 @@ import {
   threadDto,
   threadContextDto,
   threadParams,
+  updateThreadBody,
   toMessageDto,
   toRunDto,
   toThreadContextDto,
@@ -40,6 +41,21 @@ export function threadRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
 
     app.get('/api/threads/:threadId', { schema: { tags: ['threads'], params: threadParams, response: { 200: threadDto, 404: errorBody } } }, async (request) =>
       toThreadDto(await deps.conversations.getThread(request.userId, request.params.threadId)),
+    );
+
+    app.patch(
+      '/api/threads/:threadId',
+      { schema: { tags: ['threads'], description: 'Rename the thread (title null clears it).', params: threadParams, body: updateThreadBody, response: { 200: threadDto, 400: errorBody, 404: errorBody } } },
+      async (request) => toThreadDto(await deps.conversations.renameThread(request.userId, request.params.threadId, request.body.title)),
+    );
+
+    app.delete(
+      '/api/threads/:threadId',
+      { schema: { tags: ['threads'], description: 'Delete the thread, its messages and pending follow-up, and schedules or webhooks bound to it.', params: threadParams } },
+      async (request, reply) => {
+        await deps.conversations.deleteThread(request.userId, request.params.threadId);
+        return reply.status(204).send();
+      },
     );
 
     app.get(

@@ -1,0 +1,443 @@
+import AxeBuilder from '@axe-core/playwright';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { DemoChatModel } from '../../src/adapters/llm/demo-chat-model.js';
+import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
+import { buildWebApp } from '../../web/build-if-stale.mjs';
+import { browserAvailable, launchBrowser } from '../helpers/browser.js';
+import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
+import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
+import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+type Json = Record<string, any>;
+
+/** Follow-ups a second after the agent's reply, so a test sees one arrive. */
+const quickFollowUps = (delayMs: number): Json => ({
+  enabled: true,
+  delaysMs: { check_in: delayMs, question_unanswered: delayMs, task_incomplete: delayMs, waiting_for_decision: delayMs },
+  minDelayMs: 10,
+  maxPerSilence: 1,
+});
+
+/** The web app in a real browser (Debian's chromium) against a real server on SQLite with the demo model. */
+describe.skipIf(!browserAvailable())('web app in a browser', () => {
+  let server: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    await buildWebApp();
+    // A paced demo model, so streaming is visible token by token.
+    server = await startTestServer({ kind: 'sqlite' }, { demoTokenDelayMs: 15 });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.destroy();
+  });
+
+  async function signedIn(token: string, width = 1440, hash = ''): Promise<Page> {
+    // A context per page (axe needs one), so each person's storage is their own.
+    const context = await browser.newContext({ viewport: { width, height: 900 } });
+    const page = await context.newPage();
+    page.on('close', () => void context.close().catch(() => undefined)); // the browser may close first
+    page.on('pageerror', (error) => console.error('page error:', error.message));
+    await page.goto(`${server.url}/${hash}`);
+    await page.getByLabel('Access token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    return page;
+  }
+
+  async function apiThread(body: Json = {}, token = ALICE.token): Promise<string> {
+    const response = await server.request('POST', '/api/threads', { token, body });
+    expect(response.status).toBe(201);
+    return response.body.id as string;
+  }
+
+  async function seriousViolations(page: Page): Promise<string[]> {
+    const results = await new AxeBuilder({ page }).analyze();
+    return results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => `${violation.id}: ${violation.help}`);
+  }
+
+  it('serves the app at / without a token and keeps /api behind auth; unknown page paths fall back to the app', async () => {
+    const root = await fetch(`${server.url}/`);
+    expect(root.status).toBe(200);
+    expect(await root.text()).toContain('<div id="root">');
+    const deep = await fetch(`${server.url}/some/page`, { headers: { accept: 'text/html' } });
+    expect(deep.status).toBe(200);
+    expect((await fetch(`${server.url}/api/threads`)).status).toBe(401);
+    const missing = await fetch(`${server.url}/api/nope`, { headers: { authorization: `Bearer ${ALICE.token}`, accept: 'text/html' } });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as Json).error.code).toBe('NOT_FOUND');
+  });
+
+  it('sends a message and shows the reply streaming token by token, then whole', async () => {
+    const threadId = await apiThread({ title: 'Streaming' });
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    const log = page.getByRole('log', { name: 'Conversation' });
+    await log.waitFor();
+    // Record every state of the streaming draft as the page renders it.
+    await page.evaluate(`(() => {
+      window.__drafts = [];
+      const log = document.querySelector('[role=log]');
+      new MutationObserver(() => {
+        const draft = log.querySelector('article.streaming .markdown');
+        if (draft) window.__drafts.push(draft.textContent);
+      }).observe(log, { childList: true, subtree: true, characterData: true });
+    })()`);
+    await page.getByRole('textbox', { name: 'Message' }).fill('Tell me about streaming please');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const final = log.locator('article.assistant:not(.streaming)');
+    await final.waitFor();
+    const whole = (await final.locator('.markdown').textContent()) ?? '';
+    expect(whole).toContain('You said: "Tell me about streaming please"');
+    // While the run streamed, the reply was a growing draft: several states, each a prefix of the final reply.
+    const drafts = (await page.evaluate('window.__drafts')) as string[];
+    const partials = [...new Set(drafts.map((draft) => draft.trim()))].filter((draft) => draft.length > 0 && draft.length < whole.length);
+    expect(partials.length).toBeGreaterThan(1);
+    for (const partial of partials) expect(whole.startsWith(partial)).toBe(true);
+    await expect(log.locator('article.user').textContent()).resolves.toContain('Tell me about streaming please');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('I2: a follow-up arrives live in the open thread, marked with its reason, never showing the synthetic prompt', async () => {
+    const agentId = `followup-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Follower', autonomy: quickFollowUps(1000) } })).status).toBe(201);
+    const threadId = await apiThread({ agentId, title: 'Follow-up' });
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    await page.getByRole('textbox', { name: 'Message' }).fill('I will think about it');
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter'); // keyboard only
+    const log = page.getByRole('log', { name: 'Conversation' });
+    const followUp = log.locator('article.autonomous:not(.streaming)');
+    await followUp.waitFor({ timeout: 20_000 });
+    await expect(followUp.locator('.why').textContent()).resolves.toBe('followed up: question left unanswered');
+    await expect(followUp.textContent()).resolves.toContain('Following up on my earlier question');
+    const texts = await log.locator('article').allTextContents();
+    expect(texts.some((text) => text.includes(TRIGGER_PROMPTS.question_unanswered))).toBe(false);
+    expect(await log.locator('article.user').count()).toBe(1);
+    // The inspector shows the synthetic prompt only when asked, marked internal.
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    await page.getByLabel('Show internal messages').check();
+    const internal = log.locator('article.internal');
+    await internal.first().waitFor();
+    await expect(internal.first().textContent()).resolves.toContain(TRIGGER_PROMPTS.question_unanswered);
+    await page.close();
+  });
+
+  it('the inspector shows the envelope and meta of a scheduled run, with its reason', async () => {
+    const at = new Date(Date.now() + 1500).toISOString();
+    const created = await server.request('POST', '/api/schedules', { body: { name: 'daily-digest', task: 'Summarise the day', timing: { kind: 'at', at } } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    let threadId: string | undefined;
+    await waitFor(
+      async () => {
+        const fires = (await server.request('GET', `/api/schedules/${created.body.id}/fires`)).body.fires as Json[];
+        threadId = fires.find((fire) => fire.status === 'succeeded')?.threadId;
+        return threadId !== undefined;
+      },
+      20_000,
+      'the scheduled run',
+    );
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    const log = page.getByRole('log', { name: 'Conversation' });
+    await expect(log.locator('article.autonomous .why').first().textContent()).resolves.toBe('schedule: daily-digest');
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    const inspector = page.getByRole('complementary', { name: 'Inspector' });
+    const run = inspector.locator('li.run').filter({ hasText: 'cron' });
+    await run.getByText('Envelope and meta').click();
+    const envelope = (await run.locator('pre').textContent()) ?? '';
+    expect(JSON.parse(envelope)).toMatchObject({ trigger: 'cron', meta: { schedule_id: created.body.id, scheduled_for_utc: at } });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('creates a schedule (with its next 5 fires previewed) and a webhook (secret shown once) through the UI; the API sees both', async () => {
+    const page = await signedIn(ALICE.token, 1440, '#schedules');
+    await page.getByLabel('Name').fill('weekday-standup');
+    await page.getByLabel('Cron expression').fill('30 9 * * 1-5');
+    await page.getByLabel('Time zone').fill('Europe/Berlin');
+    const preview = page.locator('.preview li');
+    await waitFor(async () => (await preview.count()) === 5, 10_000, 'five previewed fires');
+    await page.getByLabel('Task').fill('Ask what is planned today');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.getByRole('heading', { name: 'weekday-standup' }).waitFor();
+    const schedules = (await server.request('GET', '/api/schedules')).body.schedules as Json[];
+    expect(schedules.find((schedule) => schedule.name === 'weekday-standup')).toMatchObject({ timing: { kind: 'cron', cron: '30 9 * * 1-5', timezone: 'Europe/Berlin' }, task: 'Ask what is planned today' });
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Name').fill('github push');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = (await page.getByTestId('hook-secret').textContent()) ?? '';
+    expect(secret.length).toBeGreaterThan(16);
+    const curl = await page.getByLabel('Signed curl example').inputValue();
+    expect(curl).toContain(secret);
+    expect(curl).toContain('x-vigil-signature: sha256=');
+    const hooks = (await server.request('GET', '/api/hooks')).body.hooks as Json[];
+    const hook = hooks.find((candidate) => candidate.name === 'github push');
+    expect(hook).toBeDefined();
+    expect(curl).toContain(`${server.url}/api/hooks/${hook!.id}`);
+    expect(JSON.stringify(hook)).not.toContain(secret); // shown once: the API never returns it again
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('agent form: the server\'s validation errors appear next to their fields; a valid edit saves', async () => {
+    const page = await signedIn(ALICE.token, 1440, '#agents');
+    await page.getByRole('button', { name: 'New agent' }).click();
+    const form = page.getByRole('form', { name: 'New agent' });
+    await form.getByLabel('Id').fill('Not Valid!');
+    await form.getByLabel('Name').fill('Helper');
+    await form.getByLabel('Model').fill('gpt-4');
+    await form.getByRole('button', { name: 'Save agent' }).click();
+    await expect(form.locator('#agent-id-error').textContent()).resolves.toContain('lowercase');
+    await expect(form.locator('#agent-model-error').textContent()).resolves.toContain('demo');
+    await form.getByLabel('Id').fill('helper');
+    await form.getByLabel('Model').fill('demo');
+    await form.getByRole('button', { name: 'Save agent' }).click();
+    await page.getByRole('heading', { name: 'Helper' }).waitFor();
+    expect((await server.request('GET', '/api/agents/helper')).body).toMatchObject({ name: 'Helper', model: 'demo' });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('the inspector counts down a pending follow-up and cancels it; the API sees it cancelled', async () => {
+    const agentId = `patient-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Patient', autonomy: quickFollowUps(600_000) } })).status).toBe(201);
+    const threadId = await apiThread({ agentId, title: 'Countdown' });
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'hello' } })).status).toBe(200);
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    const inspector = page.getByRole('complementary', { name: 'Inspector' });
+    const countdown = inspector.locator('.countdown');
+    await countdown.waitFor();
+    const first = await countdown.textContent();
+    expect(first).toMatch(/^(9|10) min \d+ s$/);
+    await waitFor(async () => (await countdown.textContent()) !== first, 5_000, 'the countdown to tick');
+    await inspector.getByRole('button', { name: 'Cancel follow-up' }).click();
+    await inspector.getByText('None pending.').waitFor();
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all`)).body.timers as Json[];
+    expect(timers[0]).toMatchObject({ state: 'cancelled', stateReason: 'cancelled by its owner' });
+    await page.close();
+  });
+
+  it('memory: browse, search and delete an agent\'s memories', async () => {
+    await apiThread(); // the default agent exists from the first thread on
+    for (const content of ['Prefers window seats', 'Allergic to peanuts']) {
+      expect((await server.request('POST', '/api/agents/default/memories', { body: { content } })).status).toBe(201);
+    }
+    const page = await signedIn(ALICE.token, 1440, '#memory');
+    await page.getByLabel('Agent').selectOption('default');
+    await page.getByText('Prefers window seats').waitFor();
+    await page.getByText('Allergic to peanuts').waitFor();
+    await page.getByLabel('Search memories').fill('peanuts');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await waitFor(async () => (await page.getByText('Prefers window seats').count()) === 0, 5_000, 'the search to narrow the list');
+    await page.getByRole('button', { name: 'Delete memory' }).click();
+    await page.getByText('No memories.').waitFor();
+    const left = (await server.request('GET', '/api/agents/default/memories')).body.memories as Json[];
+    expect(left.map((memory) => memory.content)).toEqual(['Prefers window seats']);
+    await page.close();
+  });
+
+  it('the thread list marks a thread with an unseen autonomous message, and rename and delete work from it', async () => {
+    const agentId = `marker-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Marker', autonomy: quickFollowUps(300) } })).status).toBe(201);
+    const threadId = await apiThread({ agentId, title: 'Quiet thread' });
+    const page = await signedIn(ALICE.token, 1440, '#chat');
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'hello' } })).status).toBe(200);
+    const item = page.getByRole('complementary', { name: 'Threads' }).getByRole('listitem').filter({ hasText: 'Quiet thread' });
+    await item.getByLabel('new autonomous message').waitFor({ timeout: 20_000 });
+    await item.getByRole('button', { name: 'Quiet thread' }).first().click();
+    await page.getByRole('log', { name: 'Conversation' }).locator('article.autonomous').waitFor();
+    await expect(item.getByLabel('new autonomous message').count()).resolves.toBe(0);
+
+    await item.getByRole('button', { name: 'Rename Quiet thread' }).click();
+    await page.getByLabel('New title').fill('Renamed thread');
+    await page.getByLabel('New title').press('Enter');
+    await page.getByRole('heading', { name: 'Renamed thread' }).waitFor();
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.title).toBe('Renamed thread');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete Renamed thread' }).click();
+    await waitFor(async () => (await server.request('GET', `/api/threads/${threadId}`)).status === 404, 5_000, 'the thread to be deleted');
+    await page.getByText('Pick a thread or start a new one.').waitFor();
+    await page.close();
+  });
+
+  it('planner agent form: tools listed, planner settings saved, a refused key named next to the field', async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'form-planner', name: 'Form Planner', kind: 'planner' } })).status).toBe(201);
+    const page = await signedIn(ALICE.token, 1440, '#agents');
+    await page.getByRole('button', { name: 'Edit Form Planner' }).click();
+    const form = page.getByRole('form', { name: 'Edit Form Planner' });
+    await form.getByText('current_time').waitFor();
+    const settings = form.getByLabel(/Planner settings/);
+    await settings.fill(JSON.stringify({ budgets: { maxSteps: 'lots' } }));
+    await form.getByRole('button', { name: 'Save agent' }).click();
+    await expect(form.locator('#agent-planner-error').textContent()).resolves.toContain('/budgets/maxSteps');
+    await settings.fill(JSON.stringify({ budgets: { maxToolCalls: 5 } }));
+    await form.getByRole('button', { name: 'Save agent' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await server.request('GET', '/api/agents/form-planner/planner')).body.budgets).toMatchObject({ maxToolCalls: 5 });
+    await page.close();
+  });
+
+  it("I12: a second user signed in does not see the first user's threads", async () => {
+    const title = `alice-private-${Date.now()}`;
+    await apiThread({ title });
+    const alice = await signedIn(ALICE.token);
+    await alice.getByText(title).waitFor();
+    await alice.close();
+    const bob = await signedIn(BOB.token);
+    await bob.getByRole('button', { name: 'New thread' }).waitFor();
+    await bob.getByRole('complementary', { name: 'Threads' }).getByText(/No threads yet|Untitled/).first().waitFor();
+    expect(await bob.getByText(title).count()).toBe(0);
+    await bob.close();
+  });
+
+  it('model text with <script> and <img onerror> renders inert', async () => {
+    const threadId = await apiThread({ title: 'Injection' });
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    const attack = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2"> **bold**';
+    await page.getByRole('textbox', { name: 'Message' }).fill(attack);
+    await page.getByRole('button', { name: 'Send' }).click();
+    const reply = page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)');
+    await reply.waitFor();
+    // The demo model echoes the text: the markdown renders (bold), the markup does not run.
+    await reply.locator('strong').waitFor();
+    await page.reload();
+    await reply.waitFor();
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
+    expect(await page.locator('.log script').count()).toBe(0);
+    expect(await page.locator('.log img[onerror]').count()).toBe(0);
+    await page.close();
+  });
+
+  it('works at 375 px: threads behind a toggle, chat and views without serious axe violations', async () => {
+    const threadId = await apiThread({ title: 'Phone' });
+    const page = await signedIn(ALICE.token, 375, `#chat/${threadId}`);
+    await page.getByRole('textbox', { name: 'Message' }).fill('hello from a phone');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)').waitFor();
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    await page.getByRole('button', { name: 'Threads' }).click();
+    await page.getByRole('button', { name: 'New thread' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    for (const view of ['Agents', 'Schedules', 'Webhooks', 'Memory']) {
+      await page.getByRole('link', { name: view }).click();
+      await page.getByRole('heading', { level: 1, name: view }).waitFor();
+      expect(await seriousViolations(page), view).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth'), view).toBeLessThanOrEqual(375);
+    }
+    await page.close();
+  });
+
+  it('with the local default user (no tokens configured) the app opens without signing in', async () => {
+    const local = await startTestServer({ kind: 'sqlite' }, { environment: { VIGIL_AUTH_TOKENS: '' } });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${local.url}/`);
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+      expect(await page.getByLabel('Access token').count()).toBe(0);
+      await page.getByRole('button', { name: 'New thread' }).click();
+      await page.getByRole('textbox', { name: 'Message' }).fill('hi');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)').waitFor();
+      expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    } finally {
+      await context.close();
+      await local.destroy();
+    }
+  });
+
+  describe('stop, retry and a live plan', () => {
+    let scripted: TestServer;
+    let providerDown = true;
+    const plannerModel = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Organise the trip', 'Book', 'Pack')],
+      tactical_plan: [tacticalPlan(step('book it', ['current_time'])), tacticalPlan(step('pack it', ['memory_write']))],
+      executor_step: [execute([{ tool: 'current_time' }], true, 'booked'), execute([{ tool: 'memory_write', args: { content: 'Trip is packed' } }], true, 'packed')],
+      tactical_critique: always(approve()),
+      strategic_critique: [approve()],
+      text: ['The trip is organised.'],
+    });
+
+    beforeAll(async () => {
+      // "demo" streams slowly enough to stop mid-reply; "openai:flaky" fails until the provider is back.
+      scripted = await startTestServer(
+        { kind: 'sqlite' },
+        {
+          models: (spec) =>
+            spec === 'openai:planner'
+              ? plannerModel
+              : spec === 'openai:flaky' && providerDown ? new FakeStreamingChatModel({ thrownErrorString: 'provider is down' }) : new DemoChatModel({ tokenDelayMs: spec === 'demo' ? 150 : 0 }),
+        },
+      );
+    });
+    afterAll(async () => {
+      await scripted?.destroy();
+    });
+
+    async function open(threadId: string): Promise<Page> {
+      const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+      await context.addInitScript((token) => localStorage.setItem('vigil.token', token), ALICE.token);
+      const page = await context.newPage();
+      page.on('close', () => void context.close().catch(() => undefined)); // the browser may close first
+      await page.goto(`${scripted.url}/#chat/${threadId}`);
+      await page.getByRole('textbox', { name: 'Message' }).waitFor();
+      return page;
+    }
+
+    it('Stop cancels a streaming reply: the run ends cancelled and the draft goes', async () => {
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'slow', name: 'Slow', model: 'demo' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'slow' } })).body.id as string;
+      const page = await open(threadId);
+      await page.getByRole('textbox', { name: 'Message' }).fill('a long answer please');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.locator('article.streaming').waitFor();
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await waitFor(async () => ((await scripted.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Json[])[0]?.status === 'cancelled', 10_000, 'the cancelled run');
+      await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
+      expect(await page.locator('article.streaming').count()).toBe(0);
+      await page.close();
+    });
+
+    it('a failed reply shows its error code with Retry; Retry sends again and the reply arrives', async () => {
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'flaky', name: 'Flaky', model: 'openai:flaky' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'flaky' } })).body.id as string;
+      const page = await open(threadId);
+      await page.getByRole('textbox', { name: 'Message' }).fill('are you there?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const alert = page.getByRole('alert').filter({ hasText: 'MODEL_ERROR' });
+      await alert.waitFor();
+      providerDown = false;
+      await alert.getByRole('button', { name: 'Retry' }).click();
+      await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant').waitFor();
+      await expect(page.getByRole('log', { name: 'Conversation' }).locator('article.assistant').textContent()).resolves.toContain('You said: "are you there?"');
+      expect(await page.getByRole('alert').filter({ hasText: 'MODEL_ERROR' }).count()).toBe(0);
+      await page.close();
+    });
+  
+    it('a plan shows live in the inspector: milestones, steps, tool calls, critic verdicts and how it ended', async () => {
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'planner', name: 'Planner', kind: 'planner', model: 'openai:planner' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'planner' } })).body.id as string;
+      const page = await open(threadId);
+      await page.getByRole('button', { name: 'Inspector' }).click();
+      await page.getByRole('textbox', { name: 'Message' }).fill('Organise my trip');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const plans = page.getByRole('region', { name: 'Plans' });
+      await plans.getByText('Organise the trip · completed').waitFor({ timeout: 20_000 });
+      const text = (await plans.textContent()) ?? '';
+      expect(text).toContain('Book · completed');
+      expect(text).toContain('Pack · completed');
+      expect(text).toContain('critic: approve');
+      expect(text).toContain('tool current_time · succeeded');
+      expect(text).toContain('tool memory_write · succeeded');
+      await page.close();
+    });
+  });
+});

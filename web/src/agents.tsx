@@ -1,0 +1,189 @@
+import { useEffect, useState } from 'react';
+import { api, ApiError, type Agent, type AgentTools, type AutonomyPolicy, type PlannerSettings } from './api.js';
+import { Field, fieldError, formError } from './fields.js';
+
+const PATHS = ['/id', '/name', '/kind', '/model', '/systemPrompt', '/autonomy'];
+
+export function AgentsView({ agents, onChange }: { agents: Agent[]; onChange: () => Promise<void> }) {
+  const [editing, setEditing] = useState<Agent | 'new' | undefined>();
+  return (
+    <main className="page">
+      <h1>Agents</h1>
+      <button type="button" onClick={() => setEditing('new')}>
+        New agent
+      </button>
+      <ul className="cards">
+        {agents.map((agent) => (
+          <li key={agent.id} className="card">
+            <h2>{agent.name}</h2>
+            <p className="muted">
+              {agent.id} · {agent.kind} · {agent.model ?? 'server default model'}
+            </p>
+            <button type="button" onClick={() => setEditing(agent)}>
+              Edit {agent.name}
+            </button>
+            <button
+              type="button"
+              className="danger"
+              onClick={async () => {
+                if (!confirm(`Delete agent "${agent.name}" with its threads, schedules and webhooks?`)) return;
+                await api('DELETE', `/api/agents/${agent.id}`);
+                await onChange();
+              }}
+            >
+              Delete {agent.name}
+            </button>
+          </li>
+        ))}
+      </ul>
+      {editing && (
+        <AgentForm
+          key={editing === 'new' ? 'new' : editing.id}
+          agent={editing === 'new' ? undefined : editing}
+          onDone={async () => {
+            setEditing(undefined);
+            await onChange();
+          }}
+          onCancel={() => setEditing(undefined)}
+        />
+      )}
+    </main>
+  );
+}
+
+function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDone: () => Promise<void>; onCancel: () => void }) {
+  const [error, setError] = useState<unknown>();
+  const [policy, setPolicy] = useState<AutonomyPolicy | undefined>();
+  const [planner, setPlanner] = useState<{ settings: PlannerSettings; tools: AgentTools } | undefined>();
+  const [plannerError, setPlannerError] = useState<string | undefined>();
+  const isPlanner = agent?.kind === 'planner';
+  useEffect(() => {
+    if (!agent) return;
+    void api<{ policy: AutonomyPolicy }>('GET', `/api/agents/${agent.id}/autonomy`).then((answer) => setPolicy(answer.policy));
+    if (agent.kind === 'planner') {
+      void Promise.all([api<PlannerSettings>('GET', `/api/agents/${agent.id}/planner`), api<AgentTools>('GET', `/api/agents/${agent.id}/tools`)]).then(([settings, tools]) =>
+        setPlanner({ settings, tools }),
+      );
+    }
+  }, [agent]);
+  if (agent && (!policy || (isPlanner && !planner))) return <p>Loading…</p>;
+
+  return (
+    <form
+      className="form"
+      aria-label={agent ? `Edit ${agent.name}` : 'New agent'}
+      noValidate
+      onSubmit={async (event) => {
+        event.preventDefault();
+        const form = new FormData(event.currentTarget);
+        const text = (name: string) => String(form.get(name) ?? '');
+        const followUpSeconds = Number(text('followUpSeconds'));
+        const delayMs = Math.round(followUpSeconds * 1000);
+        const autonomy = {
+          ...(policy ?? {}),
+          enabled: form.get('autonomyEnabled') === 'on',
+          delaysMs: { check_in: delayMs, question_unanswered: delayMs, task_incomplete: delayMs, waiting_for_decision: delayMs },
+          minDelayMs: Math.min(delayMs, policy?.minDelayMs ?? delayMs),
+          maxPerDay: Number(text('maxPerDay')),
+        };
+        const body = {
+          name: text('name'),
+          systemPrompt: text('systemPrompt'),
+          model: text('model') || null,
+          autonomy,
+        };
+        let plannerSettings: unknown;
+        if (isPlanner) {
+          try {
+            plannerSettings = JSON.parse(text('plannerSettings'));
+          } catch {
+            setPlannerError('not valid JSON');
+            return;
+          }
+        }
+        try {
+          if (agent) await api('PATCH', `/api/agents/${agent.id}`, body);
+          else await api('POST', '/api/agents', { id: text('id'), kind: text('kind'), ...body });
+          setError(undefined);
+        } catch (failure) {
+          setError(failure);
+          return;
+        }
+        if (agent && isPlanner) {
+          try {
+            await api('PUT', `/api/agents/${agent.id}/planner`, plannerSettings);
+          } catch (failure) {
+            // The server names the refused key: /mcpServers/<name>/url, /budgets/maxSteps, …
+            setPlannerError(failure instanceof ApiError ? failure.details.map((detail) => `${detail.path} ${detail.message}`).join('; ') || failure.message : String(failure));
+            return;
+          }
+        }
+        await onDone();
+      }}
+    >
+      <h2>{agent ? `Edit ${agent.name}` : 'New agent'}</h2>
+      {formError(error, PATHS) && <p role="alert" className="field-error">{formError(error, PATHS)}</p>}
+      {!agent && (
+        <Field id="agent-id" label="Id" error={fieldError(error, '/id')} hint="lowercase letters, digits, _ and -">
+          <input id="agent-id" name="id" required aria-invalid={Boolean(fieldError(error, '/id'))} />
+        </Field>
+      )}
+      <Field id="agent-name" label="Name" error={fieldError(error, '/name')}>
+        <input id="agent-name" name="name" defaultValue={agent?.name ?? ''} aria-invalid={Boolean(fieldError(error, '/name'))} />
+      </Field>
+      {!agent && (
+        <Field id="agent-kind" label="Kind (planner mode)" error={fieldError(error, '/kind')}>
+          <select id="agent-kind" name="kind" defaultValue="chat">
+            <option value="chat">chat</option>
+            <option value="planner">planner</option>
+          </select>
+        </Field>
+      )}
+      <Field id="agent-model" label="Model" error={fieldError(error, '/model')} hint='empty: the server default; "demo", "openai:<model>" or "anthropic:<model>"'>
+        <input id="agent-model" name="model" defaultValue={agent?.model ?? ''} aria-invalid={Boolean(fieldError(error, '/model'))} />
+      </Field>
+      <Field id="agent-prompt" label="System prompt" error={fieldError(error, '/systemPrompt')}>
+        <textarea id="agent-prompt" name="systemPrompt" rows={4} defaultValue={agent?.systemPrompt ?? 'You are a helpful assistant. Answer clearly and briefly.'} />
+      </Field>
+      <fieldset>
+        <legend>Autonomy</legend>
+        <label className="toggle">
+          <input type="checkbox" name="autonomyEnabled" defaultChecked={policy?.enabled ?? false} /> Follow up on its own
+        </label>
+        <Field id="agent-delay" label="Follow-up delay (seconds)" error={fieldError(error, '/autonomy/delaysMs') ?? fieldError(error, '/autonomy/minDelayMs')}>
+          <input id="agent-delay" name="followUpSeconds" type="number" min="0" step="1" defaultValue={String((policy?.delaysMs.question_unanswered ?? 3_600_000) / 1000)} />
+        </Field>
+        <Field id="agent-per-day" label="Follow-ups per day" error={fieldError(error, '/autonomy/maxPerDay')}>
+          <input id="agent-per-day" name="maxPerDay" type="number" defaultValue={String(policy?.maxPerDay ?? 5)} />
+        </Field>
+      </fieldset>
+      {isPlanner && planner && (
+        <fieldset>
+          <legend>Planner: tools and MCP servers</legend>
+          <Field id="agent-planner" label="Planner settings (JSON: budgets, fetch, mcpServers, overlord)" error={plannerError}>
+            <textarea id="agent-planner" name="plannerSettings" rows={10} className="code" defaultValue={JSON.stringify(planner.settings, null, 2)} aria-invalid={Boolean(plannerError)} />
+          </Field>
+          <p>Tools it can call now:</p>
+          <ul className="tools">
+            {planner.tools.tools.map((tool) => (
+              <li key={tool.name}>
+                <code>{tool.name}</code> <span className="muted">({tool.source === 'mcp' ? `MCP ${tool.server}` : 'built-in'})</span>
+              </li>
+            ))}
+            {planner.tools.unavailable.map((server) => (
+              <li key={server.server} className="field-error">
+                MCP server {server.server} unavailable: {server.error}
+              </li>
+            ))}
+          </ul>
+        </fieldset>
+      )}
+      <div className="actions">
+        <button type="submit">Save agent</button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}

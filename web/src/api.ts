@@ -1,0 +1,134 @@
+/**
+ * The app's only door to the server: the public REST API and the WebSocket. Types come
+ * from the server's own zod schemas (type-only imports, erased from the bundle), so a
+ * change on the server that breaks the app breaks its type check.
+ */
+import type { z } from 'zod';
+import type { agentDto, messageDto, runDto, threadDto, memoryDto, errorBody } from '../../src/http/schemas.js';
+import type { timerDto, threadAutonomyDto } from '../../src/http/routes/autonomy-routes.js';
+import type { scheduleDto, fireDto } from '../../src/http/routes/schedule-routes.js';
+import type { hookDto } from '../../src/http/routes/hook-routes.js';
+import type { planDto, toolCallDto, toolDto } from '../../src/http/routes/plan-routes.js';
+import type { PlannerSettings } from '../../src/domain/planner/planner-settings.js';
+import type { AutonomyPolicy, AutonomyPolicyInput } from '../../src/domain/autonomy/autonomy-policy.js';
+import type { VigilEvent } from '../../src/domain/events.js';
+
+export type Agent = z.infer<typeof agentDto>;
+export type Thread = z.infer<typeof threadDto>;
+export type Message = z.infer<typeof messageDto>;
+export type Run = z.infer<typeof runDto>;
+export type Memory = z.infer<typeof memoryDto>;
+export type Timer = z.infer<typeof timerDto>;
+export type ThreadAutonomy = z.infer<typeof threadAutonomyDto>;
+export type Schedule = z.infer<typeof scheduleDto>;
+export type Fire = z.infer<typeof fireDto>;
+export type Hook = z.infer<typeof hookDto>;
+export type CreatedHook = Hook & { secret: string };
+export type Plan = z.infer<typeof planDto>;
+export type ToolCall = z.infer<typeof toolCallDto>;
+export type PlanDetail = Plan & { toolCalls: ToolCall[] };
+export type Tool = z.infer<typeof toolDto>;
+export type AgentTools = { tools: Tool[]; unavailable: Array<{ server: string; error: string }> };
+export type { PlannerSettings };
+export type ErrorBody = z.infer<typeof errorBody>;
+export type { AutonomyPolicy, AutonomyPolicyInput, VigilEvent };
+
+const TOKEN_KEY = 'vigil.token';
+
+export function storedToken(): string | null {
+  return localStorage.getItem(TOKEN_KEY);
+}
+
+export function storeToken(token: string | null): void {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
+/** A refused request: the server's stable code, its message, and per-field issues. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Array<{ path: string; message: string }> = [],
+  ) {
+    super(message);
+  }
+
+  /** The issue for one field (path "/name", "/autonomy/maxPerDay", …). */
+  fieldError(path: string): string | undefined {
+    return this.details.find((detail) => detail.path === path || detail.path.startsWith(`${path}/`))?.message;
+  }
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  const token = storedToken();
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  if (response.status === 204) return undefined as T;
+  const parsed = (await response.json().catch(() => null)) as unknown;
+  if (!response.ok) {
+    const error = (parsed as ErrorBody | null)?.error;
+    const details = Array.isArray(error?.details) ? (error.details as Array<{ path: string; message: string }>) : [];
+    throw new ApiError(response.status, error?.code ?? 'HTTP_ERROR', error?.message ?? `HTTP ${response.status}`, details);
+  }
+  return parsed as T;
+}
+
+export type ClientFrame =
+  | { type: 'thread.subscribe'; threadId: string }
+  | { type: 'thread.unsubscribe'; threadId: string }
+  | { type: 'message.send'; threadId: string; content: string; requestId?: string }
+  | { type: 'run.cancel'; runId: string };
+
+/**
+ * One WebSocket for the app, reconnecting; subscriptions are replayed on reconnect so an
+ * open thread keeps receiving autonomous replies.
+ */
+export class LiveConnection {
+  private socket: WebSocket | undefined;
+  private readonly subscribed = new Set<string>();
+  private readonly listeners = new Set<(event: VigilEvent) => void>();
+  private closed = false;
+  private queue: ClientFrame[] = [];
+
+  connect(): void {
+    const token = storedToken();
+    const url = new URL('/api/ws', location.href);
+    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    if (token) url.searchParams.set('token', token);
+    const socket = new WebSocket(url);
+    this.socket = socket;
+    socket.onopen = () => {
+      for (const threadId of this.subscribed) socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
+      for (const frame of this.queue) socket.send(JSON.stringify(frame));
+      this.queue = [];
+    };
+    socket.onmessage = (message) => {
+      const event = JSON.parse(String(message.data)) as VigilEvent;
+      for (const listener of this.listeners) listener(event);
+    };
+    socket.onclose = () => {
+      if (!this.closed) setTimeout(() => this.connect(), 1000);
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.socket?.close();
+  }
+
+  on(listener: (event: VigilEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  send(frame: ClientFrame): void {
+    if (frame.type === 'thread.subscribe') this.subscribed.add(frame.threadId);
+    if (frame.type === 'thread.unsubscribe') this.subscribed.delete(frame.threadId);
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
+    else if (frame.type !== 'thread.subscribe') this.queue.push(frame); // subscriptions replay on open
+  }
+}

@@ -1,0 +1,387 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
+import { Markdown, textOf } from './markdown.js';
+import { Inspector } from './inspector.js';
+import { whyOf } from './why.js';
+
+const SEEN_PREFIX = 'vigil.seen.';
+
+function selectedFromHash(): string | undefined {
+  const [view, id] = location.hash.slice(1).split('/');
+  return view === 'chat' && id ? decodeURIComponent(id) : undefined;
+}
+
+/** A thread has an unseen autonomous message: something visible arrived after the person's last word and after they last looked. */
+function hasUnseenAutonomous(thread: Thread): boolean {
+  if (!thread.lastMessageAt) return false;
+  const seen = localStorage.getItem(SEEN_PREFIX + thread.id) ?? '';
+  const afterPerson = !thread.lastUserActivityAt || thread.lastMessageAt > thread.lastUserActivityAt;
+  return afterPerson && thread.lastMessageAt > seen && thread.messageCount > 1;
+}
+
+function markSeen(threadId: string): void {
+  localStorage.setItem(SEEN_PREFIX + threadId, new Date().toISOString());
+}
+
+export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnection }) {
+  const [threads, setThreads] = useState<Thread[]>([]);
+  const [selected, setSelected] = useState<string | undefined>(selectedFromHash);
+  const [names, setNames] = useState<{ schedules: Schedule[]; hooks: Hook[] }>({ schedules: [], hooks: [] });
+  const [showThreads, setShowThreads] = useState(false);
+  const [showInspector, setShowInspector] = useState(false);
+  const [showInternal, setShowInternal] = useState(false);
+  const [newAgent, setNewAgent] = useState('');
+
+  const reloadThreads = useCallback(async () => {
+    setThreads((await api<{ threads: Thread[] }>('GET', '/api/threads?limit=100')).threads);
+  }, []);
+
+  useEffect(() => {
+    void reloadThreads();
+    const names = async () => {
+      const [schedules, hooks] = await Promise.all([
+        api<{ schedules: Schedule[] }>('GET', '/api/schedules').catch(() => ({ schedules: [] })),
+        api<{ hooks: Hook[] }>('GET', '/api/hooks?limit=100').catch(() => ({ hooks: [] })),
+      ]);
+      setNames({ schedules: schedules.schedules, hooks: hooks.hooks });
+    };
+    void names();
+    // Threads that are not open change too (a schedule's new thread, a follow-up): poll the list.
+    const poll = setInterval(() => void reloadThreads(), 4000);
+    const onHash = () => setSelected(selectedFromHash());
+    addEventListener('hashchange', onHash);
+    return () => {
+      clearInterval(poll);
+      removeEventListener('hashchange', onHash);
+    };
+  }, [reloadThreads]);
+
+  const open = (threadId: string) => {
+    location.hash = `chat/${encodeURIComponent(threadId)}`;
+    setShowThreads(false);
+  };
+
+  const create = async () => {
+    const thread = await api<Thread>('POST', '/api/threads', newAgent ? { agentId: newAgent } : {});
+    await reloadThreads();
+    open(thread.id);
+  };
+
+  const current = threads.find((thread) => thread.id === selected);
+
+  return (
+    <div className={`chat-layout${showInspector ? ' with-inspector' : ''}`}>
+      <aside className={`threads${showThreads ? ' open' : ''}`} aria-label="Threads">
+        <div className="new-thread">
+          <label htmlFor="new-thread-agent">Agent for a new thread</label>
+          <select id="new-thread-agent" value={newAgent} onChange={(event) => setNewAgent(event.target.value)}>
+            <option value="">Default agent</option>
+            {agents.map((agent) => (
+              <option key={agent.id} value={agent.id}>
+                {agent.name}
+              </option>
+            ))}
+          </select>
+          <button type="button" onClick={() => void create()}>
+            New thread
+          </button>
+        </div>
+        <ul className="thread-list">
+          {threads.map((thread) => (
+            <ThreadItem key={thread.id} thread={thread} active={thread.id === selected} onOpen={() => open(thread.id)} onChanged={reloadThreads} onDeleted={() => {
+              if (thread.id === selected) location.hash = 'chat';
+              void reloadThreads();
+            }} />
+          ))}
+          {threads.length === 0 && <li className="empty">No threads yet.</li>}
+        </ul>
+      </aside>
+      <main className="conversation-pane">
+        <div className="pane-bar">
+          <button type="button" className="mobile-only" aria-expanded={showThreads} onClick={() => setShowThreads((value) => !value)}>
+            Threads
+          </button>
+          <h1>{current ? current.title ?? 'Untitled thread' : 'Chat'}</h1>
+          {current && (
+            <>
+              <AgentTag agents={agents} thread={current} />
+              <button type="button" aria-expanded={showInspector} aria-controls="inspector" onClick={() => setShowInspector((value) => !value)}>
+                Inspector
+              </button>
+            </>
+          )}
+        </div>
+        {current ? (
+          <Conversation key={current.id} thread={current} agents={agents} live={live} names={names} showInternal={showInternal} onActivity={reloadThreads} />
+        ) : (
+          <p className="hint">Pick a thread or start a new one.</p>
+        )}
+      </main>
+      {current && showInspector && (
+        <Inspector thread={current} live={live} names={names} showInternal={showInternal} onShowInternal={setShowInternal} onClose={() => setShowInspector(false)} />
+      )}
+    </div>
+  );
+}
+
+/** Which agent answers the open thread (new threads take the agent chosen in the list). */
+function AgentTag({ agents, thread }: { agents: Agent[]; thread: Thread }) {
+  const agent = agents.find((candidate) => candidate.id === thread.agentId);
+  return <span className="agent-tag">{agent?.name ?? thread.agentId}</span>;
+}
+
+function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: Thread; active: boolean; onOpen: () => void; onChanged: () => void; onDeleted: () => void }) {
+  const [renaming, setRenaming] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const unseen = !active && hasUnseenAutonomous(thread);
+  const title = thread.title ?? 'Untitled thread';
+  if (renaming) {
+    return (
+      <li>
+        <form
+          className="rename"
+          onSubmit={async (event) => {
+            event.preventDefault();
+            const value = String(new FormData(event.currentTarget).get('title') ?? '').trim();
+            try {
+              await api('PATCH', `/api/threads/${thread.id}`, { title: value || null });
+              setRenaming(false);
+              onChanged();
+            } catch (failure) {
+              setError(failure instanceof ApiError ? failure.fieldError('/title') ?? failure.message : String(failure));
+            }
+          }}
+        >
+          <label htmlFor={`rename-${thread.id}`}>New title</label>
+          <input id={`rename-${thread.id}`} name="title" defaultValue={thread.title ?? ''} autoFocus maxLength={200} />
+          {error && <p className="field-error" role="alert">{error}</p>}
+          <button type="submit">Save</button>
+          <button type="button" onClick={() => setRenaming(false)}>
+            Cancel
+          </button>
+        </form>
+      </li>
+    );
+  }
+  return (
+    <li className={active ? 'active' : undefined}>
+      <button type="button" className="thread-open" aria-current={active ? 'true' : undefined} onClick={onOpen}>
+        <span className="thread-title">{title}</span>
+        {unseen && <span className="unseen" aria-label="new autonomous message">●</span>}
+        <span className="thread-preview">{thread.preview ?? 'No messages yet'}</span>
+      </button>
+      <div className="thread-actions">
+        <button type="button" className="small" aria-label={`Rename ${title}`} onClick={() => setRenaming(true)}>
+          Rename
+        </button>
+        <button
+          type="button"
+          className="small danger"
+          aria-label={`Delete ${title}`}
+          onClick={async () => {
+            if (!confirm(`Delete "${title}" and its messages?`)) return;
+            await api('DELETE', `/api/threads/${thread.id}`);
+            onDeleted();
+          }}
+        >
+          Delete
+        </button>
+      </div>
+    </li>
+  );
+}
+
+interface Draft {
+  messageId: string;
+  runId: string;
+  text: string;
+}
+
+function Conversation({
+  thread,
+  agents,
+  live,
+  names,
+  showInternal,
+  onActivity,
+}: {
+  thread: Thread;
+  agents: Agent[];
+  live: LiveConnection;
+  names: { schedules: Schedule[]; hooks: Hook[] };
+  showInternal: boolean;
+  onActivity: () => void;
+}) {
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [runs, setRuns] = useState<Record<string, Run>>({});
+  const [drafts, setDrafts] = useState<Draft[]>([]);
+  const [activeRun, setActiveRun] = useState<{ runId: string; trigger: string } | undefined>();
+  const [failure, setFailure] = useState<{ code: string; message: string; retry?: string } | undefined>();
+  const [text, setText] = useState('');
+  const lastSent = useRef<string | undefined>(undefined);
+  const logRef = useRef<HTMLDivElement>(null);
+  const agent = agents.find((candidate) => candidate.id === thread.agentId);
+
+  const loadRuns = useCallback(async () => {
+    const list = (await api<{ runs: Run[] }>('GET', `/api/threads/${thread.id}/runs?limit=100`)).runs;
+    setRuns(Object.fromEntries(list.map((run) => [run.id, run])));
+  }, [thread.id]);
+
+  const loadHistory = useCallback(async () => {
+    const page = await api<{ messages: Message[] }>('GET', `/api/threads/${thread.id}/history?limit=200${showInternal ? '&include=internal' : ''}`);
+    setMessages(page.messages);
+  }, [thread.id, showInternal]);
+
+  useEffect(() => {
+    void loadHistory();
+    void loadRuns();
+    markSeen(thread.id);
+  }, [loadHistory, loadRuns, thread.id]);
+
+  useEffect(() => {
+    live.send({ type: 'thread.subscribe', threadId: thread.id });
+    const off = live.on((event: VigilEvent) => {
+      if ('threadId' in event && event.threadId !== thread.id) return;
+      switch (event.type) {
+        case 'run.start':
+          setActiveRun({ runId: event.runId, trigger: event.trigger });
+          if (event.trigger !== 'user') void loadRuns();
+          break;
+        case 'message.delta':
+          setDrafts((current) => {
+            const existing = current.find((draft) => draft.messageId === event.messageId);
+            if (existing) return current.map((draft) => (draft === existing ? { ...draft, text: draft.text + event.delta } : draft));
+            return [...current, { messageId: event.messageId, runId: event.runId, text: event.delta }];
+          });
+          break;
+        case 'message.end':
+          setDrafts((current) => current.filter((draft) => draft.messageId !== event.message.id));
+          setMessages((current) =>
+            current.some((message) => message.id === event.message.id) ? current : [...current, { ...event.message, runId: event.runId }],
+          );
+          markSeen(thread.id);
+          break;
+        case 'run.end':
+          setActiveRun((current) => (current?.runId === event.runId ? undefined : current));
+          setDrafts((current) => current.filter((draft) => draft.runId !== event.runId));
+          if (event.status === 'failed') {
+            setFailure({ code: event.error?.code ?? 'RUN_FAILED', message: event.error?.message ?? event.reason ?? 'The reply failed.', ...(lastSent.current ? { retry: lastSent.current } : {}) });
+          }
+          void loadRuns();
+          if (showInternal) void loadHistory();
+          markSeen(thread.id);
+          onActivity();
+          break;
+        case 'error':
+          setFailure({ code: event.code, message: event.message, ...(lastSent.current ? { retry: lastSent.current } : {}) });
+          break;
+        default:
+          break;
+      }
+    });
+    return () => {
+      off();
+      live.send({ type: 'thread.unsubscribe', threadId: thread.id });
+    };
+  }, [live, thread.id, loadRuns, loadHistory, showInternal, onActivity]);
+
+  useEffect(() => {
+    const log = logRef.current;
+    if (log) log.scrollTop = log.scrollHeight;
+  }, [messages, drafts]);
+
+  const send = (content: string) => {
+    const trimmed = content.trim();
+    if (!trimmed) return;
+    lastSent.current = trimmed;
+    setFailure(undefined);
+    live.send({ type: 'message.send', threadId: thread.id, content: trimmed });
+  };
+
+  const why = (runId: string | null) => (runId ? whyOf(runs[runId], names) : undefined);
+  const activeWhy = activeRun && activeRun.trigger !== 'user' ? whyOf(runs[activeRun.runId] ?? { trigger: activeRun.trigger as Run['trigger'], meta: {} }, names) : undefined;
+
+  return (
+    <>
+      <div className="log" role="log" aria-label="Conversation" aria-live="polite" ref={logRef} tabIndex={0}>
+        {messages.length === 0 && drafts.length === 0 && <p className="hint">Say something to {agent?.name ?? 'the agent'}.</p>}
+        {messages.map((message) => {
+          const internal = message.visibility === 'internal';
+          const reason = message.role === 'assistant' ? why(message.runId) : undefined;
+          const trigger = typeof message.additionalKwargs?.trigger_type === 'string' ? message.additionalKwargs.trigger_type : undefined;
+          return (
+            <article key={message.id} className={`message ${message.role}${internal ? ' internal' : ''}${reason ? ' autonomous' : ''}`} data-message-id={message.id}>
+              <header>
+                <span className="who">{internal ? `Internal (${trigger ?? message.role})` : message.role === 'user' ? 'You' : agent?.name ?? 'Agent'}</span>
+                {reason && <span className="why">{reason}</span>}
+                <time dateTime={message.createdAt}>{new Date(message.createdAt).toLocaleTimeString()}</time>
+              </header>
+              {message.role === 'user' && !internal ? <p className="plain">{textOf(message.content)}</p> : <Markdown text={textOf(message.content)} />}
+            </article>
+          );
+        })}
+        {drafts.map((draft) => {
+          const reason = why(draft.runId) ?? (draft.runId === activeRun?.runId ? activeWhy : undefined);
+          return (
+            <article key={draft.messageId} className={`message assistant streaming${reason ? ' autonomous' : ''}`} aria-busy="true">
+              <header>
+                <span className="who">{agent?.name ?? 'Agent'}</span>
+                {reason && <span className="why">{reason}</span>}
+              </header>
+              <Markdown text={draft.text} />
+            </article>
+          );
+        })}
+      </div>
+      {failure && (
+        <div className="failure" role="alert">
+          <p>
+            <strong>{failure.code}</strong>: {failure.message}
+          </p>
+          {failure.retry && (
+            <button type="button" onClick={() => send(failure.retry!)}>
+              Retry
+            </button>
+          )}
+          <button type="button" onClick={() => setFailure(undefined)}>
+            Dismiss
+          </button>
+        </div>
+      )}
+      <form
+        className="composer"
+        onSubmit={(event) => {
+          event.preventDefault();
+          send(text);
+          setText('');
+        }}
+      >
+        <label htmlFor="message" className="visually-hidden">
+          Message
+        </label>
+        <textarea
+          id="message"
+          name="message"
+          rows={2}
+          value={text}
+          placeholder="Write a message (Enter sends, Shift+Enter for a new line)"
+          onChange={(event) => setText(event.target.value)}
+          onKeyDown={(event) => {
+            if (event.key === 'Enter' && !event.shiftKey) {
+              event.preventDefault();
+              event.currentTarget.form?.requestSubmit();
+            }
+          }}
+        />
+        {activeRun ? (
+          <button type="button" className="danger" onClick={() => live.send({ type: 'run.cancel', runId: activeRun.runId })}>
+            Stop
+          </button>
+        ) : null}
+        <button type="submit" disabled={!text.trim()}>
+          Send
+        </button>
+      </form>
+    </>
+  );
+}

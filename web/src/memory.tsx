@@ -1,0 +1,72 @@
+import { useEffect, useState } from 'react';
+import { api, type Agent, type Memory } from './api.js';
+
+export function MemoryView({ agents }: { agents: Agent[] }) {
+  const [agentId, setAgentId] = useState(agents[0]?.id ?? 'default');
+  const [query, setQuery] = useState('');
+  const [memories, setMemories] = useState<Memory[]>([]);
+  const [error, setError] = useState<string | undefined>();
+
+  const load = async () => {
+    try {
+      const q = query.trim() ? `&q=${encodeURIComponent(query.trim())}` : '';
+      setMemories((await api<{ memories: Memory[] }>('GET', `/api/agents/${encodeURIComponent(agentId)}/memories?limit=100${q}`)).memories);
+      setError(undefined);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+      setMemories([]);
+    }
+  };
+  useEffect(() => {
+    void load();
+  }, [agentId]);
+
+  return (
+    <main className="page">
+      <h1>Memory</h1>
+      <form
+        className="form inline"
+        role="search"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void load();
+        }}
+      >
+        <label htmlFor="memory-agent">Agent</label>
+        <select id="memory-agent" value={agentId} onChange={(event) => setAgentId(event.target.value)}>
+          {agents.map((agent) => (
+            <option key={agent.id} value={agent.id}>
+              {agent.name}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="memory-query">Search memories</label>
+        <input id="memory-query" type="search" value={query} onChange={(event) => setQuery(event.target.value)} />
+        <button type="submit">Search</button>
+      </form>
+      {error && <p role="alert" className="field-error">{error}</p>}
+      <ul className="cards">
+        {memories.map((memory) => (
+          <li key={memory.id} className="card">
+            <p>{memory.content}</p>
+            <p className="muted">
+              {new Date(memory.createdAt).toLocaleString()}
+              {memory.score !== undefined ? ` · score ${memory.score.toFixed(2)}` : ''}
+            </p>
+            <button
+              type="button"
+              className="danger"
+              onClick={async () => {
+                await api('DELETE', `/api/memories/${memory.id}`);
+                await load();
+              }}
+            >
+              Delete memory
+            </button>
+          </li>
+        ))}
+        {memories.length === 0 && !error && <li className="muted">No memories.</li>}
+      </ul>
+    </main>
+  );
+}
