@@ -38,6 +38,7 @@ async function main(): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
   const options: BenchOptions = {
     quick: false,
+    full: false,
     postgresUrl: process.env.VIGIL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     onCleanup: (cleanup) => void cleanups.push(cleanup),
     progress: (message) => console.error(message),

@@ -10,12 +10,13 @@
 import { readFile } from 'node:fs/promises';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { createRequire } from 'node:module';
-import BetterSqlite3 from 'better-sqlite3';
+import { openNodeSqlite } from '../src/adapters/sql/node-sqlite.js';
 import { benchFiltering } from './filtering.bench.js';
 import { benchHistory } from './history.bench.js';
 import { benchTurns } from './turn.bench.js';
 import { benchEnvelope } from './envelope.bench.js';
 import { benchTimers } from './timers.bench.js';
+import { benchContextTokens } from './context-tokens.bench.js';
 import type { Bench, BenchOptions, BenchRow } from './types.js';
 import { collectGarbage, enableGc, postgresProblem, round } from './util.js';
 
@@ -25,24 +26,27 @@ const GROUPS: Record<string, Bench> = {
   turn: benchTurns,
   envelope: benchEnvelope,
   timers: benchTimers,
+  context: benchContextTokens,
 };
 
 interface Flags {
   quick: boolean;
+  full: boolean;
   only: string[] | undefined;
 }
 
 function parseFlags(argv: readonly string[]): Flags {
-  const flags: Flags = { quick: false, only: undefined };
+  const flags: Flags = { quick: false, full: false, only: undefined };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index]!;
     if (arg === '--quick') flags.quick = true;
+    else if (arg === '--full') flags.full = true;
     else if (arg === '--only' || arg.startsWith('--only=')) {
       const value = arg === '--only' ? argv[++index] : arg.slice('--only='.length);
       if (!value) throw new Error('--only needs a group name');
       flags.only = value.split(',').map((name) => name.trim()).filter(Boolean);
     } else if (arg === '--help' || arg === '-h') {
-      console.log(`usage: npm run bench -- [--quick] [--only ${Object.keys(GROUPS).join('|')}[,…]]`);
+      console.log(`usage: npm run bench -- [--quick] [--full] [--only ${Object.keys(GROUPS).join('|')}[,…]]`);
       process.exit(0);
     } else throw new Error(`unknown argument ${arg} (try --help)`);
   }
@@ -65,6 +69,7 @@ async function main(): Promise<number> {
   const cleanups: (() => Promise<void>)[] = [];
   const options: BenchOptions = {
     quick: flags.quick,
+    full: flags.full,
     postgresUrl: postgres.problem === undefined ? postgresUrl : undefined,
     onCleanup: (cleanup) => void cleanups.push(cleanup),
     progress: (message) => process.stderr.write(`[bench ${elapsed(started)}] ${message}\n`),
@@ -102,7 +107,7 @@ async function main(): Promise<number> {
 
 async function machineInfo(flags: Flags, postgres: { version?: string; problem?: string }, gc: boolean, postgresUrl: string): Promise<string> {
   const cpuList = cpus();
-  const memory = new BetterSqlite3(':memory:');
+  const memory = openNodeSqlite(':memory:');
   const sqliteVersion = (memory.prepare('select sqlite_version() as v').get() as { v: string }).v;
   memory.close();
   const require = createRequire(import.meta.url);
@@ -126,10 +131,10 @@ async function machineInfo(flags: Flags, postgres: { version?: string; problem?:
   };
   const lines = [
     '# vigil bench',
-    `mode        ${flags.quick ? 'QUICK (smoke sizes)' : 'full'}${flags.only ? `, only ${flags.only.join(', ')}` : ''}`,
+    `mode        ${flags.quick ? 'QUICK (smoke sizes)' : flags.full ? 'full, with the slow extremes' : 'standard (--full adds the slow extremes)'}${flags.only ? `, only ${flags.only.join(', ')}` : ''}`,
     `machine     ${cpuList.length} cpus × ${cpuList[0]?.model.trim() ?? 'unknown'}; ${round(totalmem() / 2 ** 30, 1)} GiB RAM (${round(freemem() / 2 ** 30, 1)} free); load ${loadavg().map((value) => value.toFixed(2)).join(' ')}`,
     `runtime     node ${process.version} ${process.platform}/${process.arch}; GC between groups: ${gc ? 'yes' : 'no'}`,
-    `libraries   @langchain/langgraph ${await versionOf('@langchain/langgraph')}, checkpoint-sqlite ${await versionOf('@langchain/langgraph-checkpoint-sqlite')}, checkpoint-postgres ${await versionOf('@langchain/langgraph-checkpoint-postgres')}, better-sqlite3 ${await versionOf('better-sqlite3')}`,
+    `libraries   @langchain/langgraph ${await versionOf('@langchain/langgraph')}, checkpoint-postgres ${await versionOf('@langchain/langgraph-checkpoint-postgres')}, sqlite: node:sqlite`,
     `sqlite      ${sqliteVersion} (files under the OS temp dir, WAL)`,
     `postgresql  ${postgres.problem === undefined ? `${postgres.version} at ${redact(postgresUrl)}` : `UNREACHABLE at ${redact(postgresUrl)} (${postgres.problem}): PostgreSQL rows skipped`}`,
   ];

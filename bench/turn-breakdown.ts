@@ -8,7 +8,7 @@
  * Diagnostic only (wraps prototype methods in this process); not part of `npm run bench`.
  */
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { NodeSqliteSaver } from '../src/adapters/sql/checkpoint-sqlite-base.js';
 import { DemoChatModel } from '../src/adapters/llm/demo-chat-model.js';
 import { SqlMemoryStore } from '../src/adapters/sql/memory-store.js';
 import { SqlRunRepository } from '../src/adapters/sql/run-repository.js';
@@ -48,12 +48,13 @@ async function main(): Promise<void> {
   wrap(SqlThreadRepository.prototype, 'threads', ['get', 'appendMessages']);
   wrap(SqlRunRepository.prototype, 'runs', ['create', 'finish']);
   wrap(SqlMemoryStore.prototype, 'memories', ['search']);
-  wrap(SqliteSaver.prototype, 'saver', ['put', 'putWrites', 'getTuple']);
+  wrap(NodeSqliteSaver.prototype, 'saver', ['put', 'putWrites', 'getTuple']);
   wrap(PostgresSaver.prototype, 'saver', ['put', 'putWrites', 'getTuple']);
   wrap(DemoChatModel.prototype, 'model', ['invoke']);
   const cleanups: (() => Promise<void>)[] = [];
   const options: BenchOptions = {
     quick: false,
+    full: false,
     postgresUrl: process.env.VIGIL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     onCleanup: (cleanup) => void cleanups.push(cleanup),
     progress: () => undefined,

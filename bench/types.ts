@@ -11,6 +11,8 @@ export interface BenchRow {
 export interface BenchOptions {
   /** Smaller sizes and fewer repetitions: a smoke run. */
   quick: boolean;
+  /** The slow extremes too (the turn group: LangGraph's savers and PostgreSQL at 10,000 messages). */
+  full: boolean;
   /** PostgreSQL to measure on, or undefined when it did not answer (PostgreSQL rows are skipped). */
   postgresUrl: string | undefined;
   /** Registers work to do at the very end (drop a schema, remove a temp dir), even after a failure. */

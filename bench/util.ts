@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
+import { openNodeSqlite } from '../src/adapters/sql/node-sqlite.js';
 import { pino, type Logger } from 'pino';
 import type { BenchOptions } from './types.js';
 
@@ -115,9 +115,9 @@ export async function postgresProblem(url: string): Promise<{ version?: string; 
  * the size of both files.
  */
 export async function sqliteBytes(file: string): Promise<number> {
-  const connection = new BetterSqlite3(file);
+  const connection = openNodeSqlite(file);
   try {
-    connection.pragma('wal_checkpoint(TRUNCATE)');
+    connection.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   } finally {
     connection.close();
   }
@@ -126,7 +126,7 @@ export async function sqliteBytes(file: string): Promise<number> {
 
 /** Checkpoints LangGraph saved for a thread (the savers' own `checkpoints` table). */
 export async function sqliteCheckpointCount(file: string, threadId: string): Promise<number> {
-  const connection = new BetterSqlite3(file, { readonly: true });
+  const connection = openNodeSqlite(file, { readOnly: true });
   try {
     return (connection.prepare('SELECT count(*) AS count FROM checkpoints WHERE thread_id = ?').get(threadId) as { count: number }).count;
   } finally {

@@ -60,6 +60,8 @@ export const configSchema = z
     VIGIL_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     VIGIL_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
     VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+    // The context budget of agents that set none; unset = the model's window where known, else 32,000.
+    VIGIL_CONTEXT_TOKENS: z.coerce.number().int().min(1000).max(10_000_000).optional(),
     VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
     // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.
     VIGIL_MCP_STDIO_COMMANDS: z
@@ -140,6 +142,8 @@ export interface Config {
   /** Webhook deliveries, run records and finished timers older than this are pruned. */
   readonly retentionDays: number;
   readonly modelTimeoutMs: number;
+  /** Context budget in tokens for agents without `context.maxTokens` (I14); undefined = the model's window, else 32,000. */
+  readonly contextTokens: number | undefined;
   /** How late a schedule fire may start before it counts as missed (its missed-run policy applies). */
   readonly scheduleMissedGraceMs: number;
   /** Commands a planner's stdio MCP server may be started with (exact match, `*` = any); empty = none. */
@@ -200,6 +204,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     shutdownTimeoutMs: value.VIGIL_SHUTDOWN_TIMEOUT_MS,
     retentionDays: value.VIGIL_RETENTION_DAYS,
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
+    contextTokens: value.VIGIL_CONTEXT_TOKENS,
     scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
     mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),
     secretsKey: value.VIGIL_SECRETS_KEY,

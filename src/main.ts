@@ -45,6 +45,10 @@ import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { RetentionJob } from './app/retention.js';
 import { SqlRetentionRepository } from './adapters/sql/retention-repository.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
+import { ContextWindow } from './agent/context/context-window.js';
+import { threadContextReader } from './agent/context/context-inspector.js';
+import { summaryCallAdmission } from './app/context/summary-call-budget.js';
+import { ThreadContextService } from './app/context/thread-context-service.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -113,14 +117,24 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       if (event.type === 'timer.fire' && event.dueAt) metrics.timerLag((Date.parse(event.at) - Date.parse(event.dueAt)) / 1000);
     });
     const checkpointer = measureCheckpointWrites(storage.checkpointer, metrics);
-    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger });
+    const timerRepository = new SqlTimerRepository(storage.context);
+    // One context window for every graph (I14): the agents' budgets, and autonomy's budget for summary calls.
+    const contextWindow = new ContextWindow({
+      models,
+      logger,
+      clock,
+      agents: storage.agents,
+      serverMaxTokens: config.contextTokens,
+      admitSummaryCall: summaryCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }),
+    });
+    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger, context: contextWindow });
     const planRepository = new SqlPlanRepository(storage.context);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
-    const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
+    const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
@@ -133,6 +147,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       defaultModel: config.model,
       modelLabel,
       locks,
+      modelStallTimeoutMs: config.modelTimeoutMs,
       ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
       ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),
     });
@@ -143,9 +158,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
-    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs });
+    const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
+    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext });
     jobs = jobQueue;
-    const autonomy = new AutonomyService({ storage, timers: new SqlTimerRepository(storage.context), jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
+    const autonomy = new AutonomyService({ storage, timers: timerRepository, jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
     await autonomy.attach();
     const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });
     const planOverlord = new Overlord({
@@ -156,6 +172,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       runs: storage.runs,
       models,
       defaultModel: config.model,
+      context: contextWindow,
       runHeartbeat: (plan, heartbeat) => plans.runHeartbeat(plan, heartbeat),
       isBusy: (threadId) => plans.isBusy(threadId),
       clock,
@@ -212,6 +229,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       auth: new Authenticator(config.authTokens, LOCAL_USER_ID),
       agents,
       conversations,
+      threadContext,
       memories,
       events,
       ping: () => storage.ping(),

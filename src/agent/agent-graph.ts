@@ -6,7 +6,10 @@ import type { RunnableConfig } from '@langchain/core/runnables';
  */
 export interface AgentGraph {
   /** `null` resumes the thread from its last checkpoint (an interrupted turn is finished). */
-  stream(input: Record<string, unknown> | null, options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[] }): Promise<AsyncIterable<unknown>>;
+  stream(
+    input: Record<string, unknown> | null,
+    options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[]; durability?: 'sync' | 'async' | 'exit' },
+  ): Promise<AsyncIterable<unknown>>;
   getState(config: RunnableConfig): Promise<{ values: unknown }>;
 }
 

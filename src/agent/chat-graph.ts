@@ -1,11 +1,13 @@
-import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { vigilMessagesReducer } from './message-identity.js';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
-import { chooseMemoryQuery, type MemoryQuerySource } from '../domain/memory-query.js';
+import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
-import { buildModelInput } from './envelope-injection.js';
+import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
+import { ContextWindow } from './context/context-window.js';
 import { runSettingsOf } from './run-settings.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
@@ -13,6 +15,8 @@ export interface RecalledMemory {
   id: string;
   content: string;
   score: number;
+  /** When the memory was saved (provenance shown to the model). */
+  createdAt?: string;
 }
 
 /**
@@ -21,8 +25,10 @@ export interface RecalledMemory {
  * turn's model call only, never into the saved message history.
  */
 export const ChatState = Annotation.Root({
-  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  messages: Annotation<BaseMessage[]>({ reducer: vigilMessagesReducer, default: () => [] }),
   summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+  /** What `summary` stands for (I14): written with it, in the same checkpoint, so the two never disagree. */
+  summaryCoverage: Annotation<SummaryCoverage | null>({ reducer: (_previous, next) => next, default: () => null }),
   recalled: Annotation<RecalledMemory[]>({ reducer: (_previous, next) => next, default: () => [] }),
   memoryQuerySource: Annotation<MemoryQuerySource | null>({ reducer: (_previous, next) => next, default: () => null }),
 });
@@ -35,6 +41,8 @@ export interface ChatGraphDependencies {
   logger: Logger;
   /** How many memories one turn recalls. */
   memoryLimit?: number;
+  /** Fits every model call into the agent's context budget (I14); a default one uses the server-wide budget. */
+  context?: ContextWindow;
 }
 
 export const RESPOND_NODE = 'respond';
@@ -44,23 +52,20 @@ export const MEMORY_NODE = 'recall_memories';
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
   const { memories, models, logger } = dependencies;
   const memoryLimit = dependencies.memoryLimit ?? 5;
+  const context = dependencies.context ?? new ContextWindow({ models, logger, clock: { now: () => new Date() } });
 
   async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const log = logger.child({ threadId: run.threadId, runId: run.runId });
     const choice = chooseMemoryQuery(state.messages.map(toClassifiable), state.summary);
     if (choice.source === 'none') {
-      // A follow-up on a thread nobody ever wrote in is a misconfiguration (seed 000: ERROR).
-      // A cron or webhook run that opens a thread of its own has, rightly, no person's words
-      // to search with: its synthetic task text is never a query (I2), so it just skips.
-      const level = run.trigger === 'autonomy' || run.trigger === 'user' ? 'error' : 'info';
-      log[level]({ messageCount: state.messages.length, trigger: run.trigger }, 'Empty thread - no query source available for memory retrieval');
+      log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
       return { recalled: [], memoryQuerySource: 'none' };
     }
     log.debug({ querySource: choice.source, query: choice.query.slice(0, 50) }, 'Memory query source selected');
     const hits = await memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: memoryLimit });
     return {
-      recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score })),
+      recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score, createdAt: hit.createdAt })),
       memoryQuerySource: choice.source,
     };
   }
@@ -68,15 +73,17 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
   async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const model = models(run.model);
-    // The recalled memories, the run context rule and the envelope live in this call's
-    // input only; the saved history receives just the reply.
-    const input = buildModelInput(state.messages, run, { systemPrompt: systemPromptFor(run.systemPrompt, state.recalled) });
+    // The recalled memories, the run context rule, the envelope and the summary live in
+    // this call's input only; the saved history receives just the reply (and a new
+    // summary). Memories are data after the rules, never prompt text.
+    const input = await context.prepare(state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
     }
     const reply = await model.invoke(input.messages, config);
-    return { messages: [reply] };
+    input.observe(reply);
+    return { messages: [reply], ...(input.update ?? {}) };
   }
 
   return new StateGraph(ChatState)
@@ -89,12 +96,6 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
-
-function systemPromptFor(base: string, recalled: readonly RecalledMemory[]): string {
-  if (recalled.length === 0) return base;
-  const lines = recalled.map((memory) => `- ${memory.content.replace(/\s+/g, ' ').trim()}`);
-  return `${base}\n\nThings you remember about this person (long-term memory):\n${lines.join('\n')}`;
-}
 
 function toClassifiable(message: BaseMessage) {
   return { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };

@@ -1,6 +1,8 @@
 import { HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { buildEnvelope, type Envelope } from '../domain/envelope/build-envelope.js';
 import { envelopeMessageFields, hasEnvelopeMarker, placeEnvelope, withSystemPromptRule } from '../domain/envelope/envelope-marker.js';
+import { memoryDataBlock, type RecalledMemoryData } from '../domain/recalled-memories.js';
+import { isSynthetic } from '../domain/message-metadata.js';
 import type { RunTrigger } from '../domain/run-context.js';
 import type { ActiveRunSettings } from './run-settings.js';
 
@@ -48,15 +50,23 @@ export interface ModelInput {
 }
 
 export interface ModelInputOptions {
-  /** The system prompt before the rule (e.g. with recalled memories); the agent's by default. */
+  /** The system prompt before the rule; the agent's by default. */
   systemPrompt?: string;
+  /**
+   * Recalled memories: shown after the rules as a delimited data block, never inside the
+   * prompt text (see domain/recalled-memories.ts).
+   */
+  recalled?: { memories: readonly RecalledMemoryData[]; foundBy: string | null };
 }
 
 /** The messages of one model call, and the envelope among them. */
 export function buildModelInput(stateMessages: readonly BaseMessage[], run: ActiveRunSettings, options: ModelInputOptions = {}): ModelInput {
-  const system = new SystemMessage(withSystemPromptRule(options.systemPrompt ?? run.systemPrompt, run.nonce));
+  // One system message (some providers take no other): the prompt, the rules, then data.
+  const data = options.recalled ? memoryDataBlock(options.recalled.memories, options.recalled.foundBy) : '';
+  const rules = withSystemPromptRule(options.systemPrompt ?? run.systemPrompt, run.nonce);
+  const system = new SystemMessage(data ? `${rules}\n\n${data}` : rules);
   // Stale envelopes (any run's marker) never reach the model as current context.
-  const kept = stateMessages.filter((message) => !hasEnvelopeMarker(message));
+  const kept = withoutAbandonedPrompts(stateMessages.filter((message) => !hasEnvelopeMarker(message)));
   const hasTask = kept.some((message) => message.type === 'human');
   if (!ENVELOPE_VISIBILITY[run.trigger] || run.meta === undefined || !hasTask) return { messages: [system, ...kept], envelope: undefined };
 
@@ -64,6 +74,26 @@ export function buildModelInput(stateMessages: readonly BaseMessage[], run: Acti
   // A stable id per run: the same envelope on every model call of the run.
   const message = new HumanMessage({ id: `envelope-${run.runId}`, ...envelopeMessageFields(envelope, run.nonce) });
   return { messages: [system, ...placeEnvelope<BaseMessage>(kept, message)], envelope };
+}
+
+/**
+ * A synthetic prompt that was never answered — a follow-up or heartbeat a person's
+ * message pre-empted (I8), or one a crash or a failed model cut short — is left out of
+ * the model's input, so the model never sees two user-role turns where the system spoke
+ * first and then the person. Recognised as: a synthetic human message followed by another
+ * human message with no reply in between.
+ *
+ * Why not remove it from state (RemoveMessage): the thread's message projection is an
+ * append-only log in checkpoint order, written once per message; deleting from the
+ * checkpoint would break that alignment, and history keeps every message (I14). The
+ * prompt stays recorded, internal (I2, never shown to people), and out of model input.
+ */
+export function withoutAbandonedPrompts(messages: readonly BaseMessage[]): BaseMessage[] {
+  return messages.filter((message, index) => {
+    if (message.getType() !== 'human' || !isSynthetic(message.additional_kwargs)) return true;
+    const next = messages.slice(index + 1).find((later) => later.getType() === 'human' || later.getType() === 'ai');
+    return next === undefined || next.getType() === 'ai';
+  });
 }
 
 /** The messages of one model call: what every graph's model-calling node should use. */

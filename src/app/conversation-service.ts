@@ -30,6 +30,8 @@ export interface TriggeredRunGate {
   whenBusy?: 'wait' | 'decline';
   admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
   beforeRetry?: (retry: number) => Promise<boolean>;
+  /** Told once the run's task message is stored in the thread (see RunRequest.onInputStored). */
+  onInputStored?: () => void;
 }
 
 /** Threads, their history, and a person's message: the use cases of the chat API. */
@@ -118,8 +120,9 @@ export class ConversationService {
     threadId: string,
     // runId: chosen by a caller that answers before the run ends (a webhook's 202).
     request: { trigger: Exclude<RunContext['trigger'], 'user'>; input: HumanMessage; meta?: Record<string, unknown>; correlationId?: string; runId?: string },
+    options: Pick<TriggeredRunGate, 'onInputStored'> = {},
   ): Promise<RunOutcome> {
-    const outcome = await this.tryRunTriggered(userId, threadId, request, {});
+    const outcome = await this.tryRunTriggered(userId, threadId, request, options);
     if ('declined' in outcome) throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without a gate
     return outcome;
   }

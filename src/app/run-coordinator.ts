@@ -1,68 +1,20 @@
-import { randomUUID } from 'node:crypto';
-import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
-import { toTaskMessage, type TaskInput } from '../agent/task-message.js';
 import type { Logger } from 'pino';
-import { VigilError, isVigilError, type ErrorCode } from '../domain/errors.js';
-import type { VigilEvent } from '../domain/events.js';
-import type { RunContext } from '../domain/run-context.js';
 import type { RegisteredGraph } from '../agent/agent-graph.js';
 import { runConfig } from '../agent/run-settings.js';
+import type { TaskInput } from '../agent/task-message.js';
+import { VigilError } from '../domain/errors.js';
+import type { VigilEvent } from '../domain/events.js';
+import type { RunContext } from '../domain/run-context.js';
+import type { AgentKind, AgentRecord, Clock, EventBus, Storage, StoredMessage } from './ports.js';
+import { MessageProjector } from './runs/message-projector.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './runs/retry-policy.js';
+import { RunExecution } from './runs/run-execution.js';
+import type { RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
+import { messagesOf } from './runs/stream-attempt.js';
 import { InProcessThreadLocks, type ThreadLockService } from './thread-lock.js';
-import { projectMessage } from './message-projection.js';
-import { resolveRunMeta } from './run-meta.js';
-import type { AgentKind, AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
 
-export interface RunRequest {
-  context: RunContext;
-  agent: AgentRecord;
-  /**
-   * The task: a person's text or message, or a synthetic message with metadata. `null`
-   * resumes the thread's interrupted turn from its checkpoint (a fire that a crash cut
-   * short is finished, not started again).
-   */
-  input: TaskInput | null;
-  /** The caller's signal (e.g. the HTTP client went away); cancels the run. */
-  signal?: AbortSignal;
-  /**
-   * When another run holds the thread: `wait` queues behind it (a person's message);
-   * `decline` gives up at once (a timer, which is deferred instead, I8).
-   */
-  whenBusy?: 'wait' | 'decline';
-  /**
-   * Called with the thread's lock held, before anything is recorded and before any
-   * model call: the last word on whether the run happens (caps, budgets, I5) and with
-   * what input. `signal` is aborted if a person's message already asked to pre-empt it.
-   */
-  admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
-  /** Called before each retry of a failed model call (a retry is a model call too, I5); false stops retrying. */
-  beforeRetry?: (retry: number) => Promise<boolean>;
-}
-
-export type Admission = { admitted: true; input?: TaskInput | null } | { admitted: false; reason: string };
-
-export interface RunOutcome {
-  run: RunRecord;
-  /** Messages this run added to the projection, in order (visible and internal). */
-  messages: StoredMessage[];
-}
-
-/** A run that never started: the thread was busy, or `admit` said no. Nothing was recorded. */
-export interface RunDeclined {
-  declined: string;
-}
-
-export interface RunEndEvent {
-  context: RunContext;
-  agent: AgentRecord;
-  outcome: RunOutcome;
-  /** True when a person's message arrived while this run held the thread: whatever it planned next is stale. */
-  supersededByPerson: boolean;
-  /** Aborted if a person's message arrives while the hooks run (an evaluator's model call stops). */
-  signal: AbortSignal;
-}
-
-/** Called after `run.end`, with the thread still locked (nothing can interleave). */
-export type RunEndHook = (event: RunEndEvent) => Promise<void>;
+export type { Admission, RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
+export { publicMetadataOf } from './runs/message-projector.js';
 
 export interface RunCoordinatorDependencies {
   storage: Storage;
@@ -81,6 +33,10 @@ export interface RunCoordinatorDependencies {
   modelRetries?: number;
   /** Backoff before the first retry, doubled for each further one (default 500 ms). */
   retryBackoffMs?: number;
+  /** The longest `retry-after` a retry waits for (default 30 s); a longer one ends the run. */
+  maxRetryAfterMs?: number;
+  /** The longest silence inside a model's stream before the attempt fails MODEL_TIMEOUT (the model timeout). */
+  modelStallTimeoutMs?: number;
 }
 
 /** Runs a person's message pre-empts (I8): the agent acting on its own. */
@@ -104,18 +60,16 @@ export class RunCoordinator {
   private readonly locks: ThreadLockService;
   private readonly active = new Map<string, ActiveRun>(); // runId → run
   private readonly runEndHooks: RunEndHook[] = [];
-  private readonly modelRetries: number;
-  private readonly retryBackoffMs: number;
+  private readonly retry: RetryPolicy;
+  private readonly projector: MessageProjector;
   /** Runs between taking and releasing their thread's lock (admission, run, hooks). */
   private critical = 0;
   private stopping = false;
-  /** Legacy content-classified messages seen by this process, so their retirement can be tracked. */
-  private legacyFallbacks = 0;
 
   constructor(private readonly deps: RunCoordinatorDependencies) {
     this.locks = deps.locks ?? new InProcessThreadLocks();
-    this.modelRetries = deps.modelRetries ?? 2;
-    this.retryBackoffMs = deps.retryBackoffMs ?? 500;
+    this.retry = { ...DEFAULT_RETRY_POLICY, ...(deps.modelRetries !== undefined ? { maxRetries: deps.modelRetries } : {}), ...(deps.retryBackoffMs !== undefined ? { backoffMs: deps.retryBackoffMs } : {}), ...(deps.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: deps.maxRetryAfterMs } : {}) };
+    this.projector = new MessageProjector({ storage: deps.storage, clock: deps.clock, logger: deps.logger, emit: (event) => this.emit(event) });
   }
 
   /** Cancel a run of this user; false when no such run is in progress. */
@@ -197,124 +151,30 @@ export class RunCoordinator {
     }
   }
 
+  /**
+   * The run itself, in named steps (see RunExecution): record and announce it, drive the
+   * graph with bounded retries, record how it ended, and always announce the end.
+   */
   private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
-    const { context, agent } = request;
-    const { storage, clock } = this.deps;
-    const log = this.deps.logger.child({ threadId: context.threadId, runId: context.runId });
-    const onCallerAbort = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
-    request.signal?.addEventListener('abort', onCallerAbort, { once: true });
-    if (request.signal?.aborted) onCallerAbort();
-    const modelSpec = agent.model ?? this.deps.defaultModel;
-    const modelName = this.deps.modelLabel(modelSpec);
-    const projected: StoredMessage[] = [];
-    let run: RunRecord | undefined;
-    let attempts = 0;
-    /** The graph's last state, for `endReason` (a planner that stopped at a bound says why). */
-    let lastValues: unknown;
-    // Validated and redacted once: the run record, the log and the envelope share this copy.
-    const runMeta = resolveRunMeta(context);
-    if (!runMeta.valid) log.warn({ trigger: context.trigger, issues: runMeta.issues }, 'run meta failed its schema; only the core keys are kept');
+    const modelSpec = request.agent.model ?? this.deps.defaultModel;
+    const execution = new RunExecution(
+      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec) },
+      request,
+      registered,
+      controller,
+    );
+    const detachCaller = followCallerSignal(request.signal, controller);
     try {
-      run = await storage.runs.create({
-        id: context.runId,
-        threadId: context.threadId,
-        userId: context.userId,
-        agentId: context.agentId,
-        trigger: context.trigger,
-        meta: runMeta.meta,
-        correlationId: context.correlationId,
-        model: modelName,
-        requestedAt: context.requestedAt,
-        startedAt: clock.now().toISOString(),
-      });
-      this.active.set(run.id, { runId: run.id, userId: context.userId, threadId: context.threadId, controller });
-      log.info({ trigger: context.trigger, model: modelName, meta: runMeta.meta, resume: input === null }, 'run started');
-      this.emit({ type: 'run.start', threadId: context.threadId, runId: run.id, at: clock.now().toISOString(), trigger: context.trigger, model: modelName });
-
-      const settings = {
-        runId: run.id,
-        threadId: context.threadId,
-        userId: context.userId,
-        agentId: context.agentId,
-        trigger: context.trigger,
-        model: modelSpec,
-        systemPrompt: agent.systemPrompt,
-        meta: runMeta.meta,
-      };
-      // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
-      const task = input === null ? null : withId(toTaskMessage(input));
-      // Most steps add no message (memory recall, planner bookkeeping): only a state whose
-      // message list grew needs the projection read and written.
-      let projectedLength = -1;
-      for (;;) {
-        attempts += 1;
-        try {
-          const stream = await registered.graph.stream(task === null ? null : { messages: [task] }, { ...runConfig(settings, controller.signal), streamMode: ['messages', 'values'] });
-          for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
-            if (mode === 'values') {
-              lastValues = chunk;
-              const messages = messagesOf(chunk);
-              if (messages.length === projectedLength) continue;
-              projected.push(...(await this.project(context, messages, run.id)));
-              projectedLength = messages.length;
-            } else if (mode === 'messages') {
-              const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
-              if (!registered.replyNodes.has(String(metadata?.langgraph_node))) continue;
-              const delta = typeof message.content === 'string' ? message.content : '';
-              if (delta) this.emit({ type: 'message.delta', threadId: context.threadId, runId: run.id, at: clock.now().toISOString(), messageId: message.id ?? run.id, delta });
-            }
-          }
-          break;
-        } catch (error) {
-          if (controller.signal.aborted || attempts > this.modelRetries || (isVigilError(error) && error.status < 500)) throw error;
-          const backoffMs = this.retryBackoffMs * 2 ** (attempts - 1);
-          log.warn({ err: error, attempt: attempts, retryInMs: backoffMs }, 'model call failed; retrying');
-          if (request.beforeRetry && !(await request.beforeRetry(attempts))) {
-            log.warn({ attempt: attempts }, 'no retry: the run may not make another model call');
-            throw error;
-          }
-          await sleep(backoffMs, controller.signal);
-        }
-      }
-      run = await storage.runs.finish(run.id, { status: 'succeeded', reason: registered.endReason?.(lastValues) ?? null, endedAt: clock.now().toISOString() });
-      log.info({ status: run.status }, 'run ended');
-      return { run, messages: projected };
+      const run = await execution.startRun(input === null);
+      this.active.set(run.id, { runId: run.id, userId: request.context.userId, threadId: request.context.threadId, controller });
+      await execution.streamWithRetries(input);
+      return await execution.finishRun();
     } catch (error) {
-      const cancelled = controller.signal.aborted;
-      const code: ErrorCode = cancelled ? 'RUN_CANCELLED' : isVigilError(error) ? error.code : 'MODEL_ERROR';
-      const message = cancelled ? reasonOf(controller.signal) : error instanceof Error ? error.message : String(error);
-      if (cancelled) log.info({ reason: message }, 'run cancelled');
-      else log.error({ err: error, attempts }, 'run failed');
-      if (!run) throw error;
-      // The input may already be in the checkpoint: keep the projection in step with it.
-      try {
-        const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: modelSpec }));
-        projected.push(...(await this.project(context, messagesOf(state.values), run.id)));
-      } catch (projectionError) {
-        log.error({ err: projectionError }, 'could not bring the message projection in step after a failed run');
-      }
-      run = await storage.runs.finish(run.id, {
-        status: cancelled ? 'cancelled' : 'failed',
-        reason: cancelled ? message : attempts > 1 ? `the model failed ${attempts} times` : null,
-        errorCode: code,
-        errorMessage: message,
-        endedAt: clock.now().toISOString(),
-      });
-      return { run, messages: projected };
+      return await execution.failRun(error);
     } finally {
-      request.signal?.removeEventListener('abort', onCallerAbort);
-      if (run) {
-        this.active.delete(run.id);
-        this.emit({
-          type: 'run.end',
-          threadId: context.threadId,
-          runId: run.id,
-          at: clock.now().toISOString(),
-          status: run.status === 'running' ? 'failed' : run.status,
-          ...(run.reason ? { reason: run.reason } : {}),
-          ...(run.errorCode && run.errorCode !== 'RUN_CANCELLED' ? { error: { code: run.errorCode, message: run.errorMessage ?? '' } } : {}),
-        });
-      }
+      detachCaller();
+      if (execution.run) this.active.delete(execution.run.id);
+      execution.emitRunEnd();
     }
   }
 
@@ -340,9 +200,12 @@ export class RunCoordinator {
     const messages = messagesOf(state.values);
     const index = messages.findIndex((message) => message.id === messageId);
     if (index < 0) return 'absent';
-    const after = messages.slice(index + 1);
-    if (after.some((message) => message.getType() === 'ai')) return 'answered';
-    if (after.some((message) => message.getType() === 'human')) return 'superseded';
+    // The first reply or person's message after it decides: an AI message that answers a
+    // person's later message is not this turn's reply (taking it for one marked a crashed
+    // fire "succeeded" with no reply, and planned a follow-up on the person's turn).
+    const next = messages.slice(index + 1).find((message) => message.getType() === 'ai' || message.getType() === 'human');
+    if (next?.getType() === 'ai') return 'answered';
+    if (next?.getType() === 'human') return 'superseded';
     return 'unanswered';
   }
 
@@ -351,45 +214,7 @@ export class RunCoordinator {
     const registered = this.deps.graphs[agent.kind];
     if (!registered) return [];
     const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: agent.model ?? this.deps.defaultModel }));
-    return this.project(context, messagesOf(state.values), runId ?? context.runId);
-  }
-
-  /** Append state messages the projection lacks; announce the visible ones. */
-  private async project(context: RunContext, messages: readonly BaseMessage[], runId: string): Promise<StoredMessage[]> {
-    const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
-    if (!thread || messages.length <= thread.messageCount) return [];
-    const now = this.deps.clock.now().toISOString();
-    const fresh = messages.slice(thread.messageCount).map((message) => projectMessage(message, runId, now));
-    for (const { row, classification } of fresh) {
-      if (classification.unknownTriggerType !== undefined) {
-        this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, triggerType: classification.unknownTriggerType }, 'Invalid trigger type on a synthetic message');
-      }
-      if (classification.reason === 'legacy_content') {
-        this.legacyFallbacks += 1;
-        this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, legacyFallbacks: this.legacyFallbacks }, 'Message classified internal by the legacy [AUTONOMOUS_FOLLOWUP: content fallback');
-      }
-    }
-    const stored = await this.deps.storage.threads.appendMessages(context.threadId, fresh.map((entry) => entry.row), now);
-    for (const message of stored) {
-      if (message.visibility !== 'user') {
-        this.deps.logger.debug({ threadId: context.threadId, runId, messageId: message.id, triggerType: message.additionalKwargs.trigger_type }, 'internal message kept out of client streams');
-        continue;
-      }
-      this.emit({
-        type: 'message.end',
-        threadId: context.threadId,
-        runId,
-        at: now,
-        message: {
-          id: message.id,
-          role: message.type === 'human' ? 'user' : 'assistant',
-          content: message.content,
-          createdAt: message.createdAt,
-          metadata: publicMetadataOf(message),
-        },
-      });
-    }
-    return stored;
+    return this.projector.project(context, messagesOf(state.values), runId ?? context.runId);
   }
 
   private emit(event: VigilEvent): void {
@@ -397,45 +222,13 @@ export class RunCoordinator {
   }
 }
 
-/** What a person may see of a visible message's metadata: the model that wrote it. */
-export function publicMetadataOf(message: Pick<StoredMessage, 'type' | 'responseMetadata' | 'runId'>): Record<string, unknown> {
-  const metadata: Record<string, unknown> = {};
-  if (message.runId) metadata.runId = message.runId;
-  const model = message.responseMetadata.model_name ?? message.responseMetadata.model;
-  if (message.type === 'ai' && typeof model === 'string') metadata.model = model;
-  if (message.responseMetadata.demo === true) metadata.demo = true;
-  return metadata;
-}
-
-function messagesOf(values: unknown): BaseMessage[] {
-  const messages = (values as { messages?: unknown } | null)?.messages;
-  return Array.isArray(messages) ? (messages as BaseMessage[]) : [];
-}
-
-function reasonOf(signal: AbortSignal): string {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason.message : 'cancelled';
-}
-
-/** The task message with an id (a string becomes a message without metadata: a real one). */
-function withId(message: HumanMessage): HumanMessage {
-  if (!message.id) message.id = randomUUID();
-  return message;
-}
-
-function sleep(milliseconds: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, milliseconds);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+/** The caller going away (e.g. the HTTP client) cancels the run; returns the detach. */
+function followCallerSignal(signal: AbortSignal | undefined, controller: AbortController): () => void {
+  if (!signal) return () => {};
+  const onCallerAbort = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
+  signal.addEventListener('abort', onCallerAbort, { once: true });
+  if (signal.aborted) onCallerAbort();
+  return () => signal.removeEventListener('abort', onCallerAbort);
 }
 
 function placeholderSettings(context: RunContext) {

@@ -9,6 +9,12 @@ const base = { threadId: z.string(), runId: z.string(), at: z.string() };
 
 export const runStartEventSchema = z.object({ type: z.literal('run.start'), ...base, trigger: runTriggerSchema, model: z.string() });
 export const messageDeltaEventSchema = z.object({ type: z.literal('message.delta'), ...base, messageId: z.string(), delta: z.string() });
+/**
+ * Tokens already streamed as `message.delta` under `messageId` will not become a message:
+ * the run was cancelled (e.g. a person pre-empted a follow-up, I8), failed, or is retrying.
+ * A client removes what it showed for that id.
+ */
+export const messageRetractedEventSchema = z.object({ type: z.literal('message.retracted'), ...base, messageId: z.string(), reason: z.string() });
 export const messageEndEventSchema = z.object({
   type: z.literal('message.end'),
   ...base,
@@ -73,6 +79,7 @@ export const planCompleteEventSchema = z.object({ type: z.literal('plan.complete
 export const vigilEventSchema = z.discriminatedUnion('type', [
   runStartEventSchema,
   messageDeltaEventSchema,
+  messageRetractedEventSchema,
   messageEndEventSchema,
   runEndEventSchema,
   errorEventSchema,

@@ -35,3 +35,17 @@ export function chooseMemoryQuery(messages: readonly ClassifiableMessage[], summ
   if (summaryText) return { source: 'conversation_summary', query: summaryText };
   return { source: 'none', query: '' };
 }
+
+/**
+ * How loudly to log a skipped retrieval (rule 4), the same for every graph and trigger. A
+ * person's turn or an idle follow-up always has a person's words somewhere before it, so
+ * none is a misconfiguration (seed 000: ERROR). A cron, webhook, channel or heartbeat run
+ * may rightly open or work a thread nobody wrote in: its synthetic task text is never a
+ * query (I2), so it just skips, at info.
+ */
+export function skippedQueryLevel(trigger: string): 'error' | 'info' {
+  return trigger === 'autonomy' || trigger === 'user' ? 'error' : 'info';
+}
+
+/** The log line of a skipped retrieval (kept stable: operators search for it). */
+export const NO_QUERY_SOURCE_MESSAGE = 'Empty thread - no query source available for memory retrieval';

@@ -7,7 +7,22 @@ export type MessageContent = string | ReadonlyArray<unknown>;
 
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
+  return textParts(content).join(' ').trim();
+}
+
+/**
+ * The text of one streamed chunk, string or array of parts (Anthropic streams
+ * `[{ type: 'text', text, index }]`): its text parts exactly as they came, neither joined
+ * with spaces nor trimmed, since a token's own spaces matter. Parts without text — tool
+ * arguments (`input_json_delta`), thinking, images — add nothing.
+ */
+export function deltaTextOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  return textParts(content).join('');
+}
+
+function textParts(content: unknown): string[] {
+  if (!Array.isArray(content)) return [];
   const parts: string[] = [];
   for (const block of content) {
     if (typeof block === 'string') parts.push(block);
@@ -16,7 +31,7 @@ export function textOf(content: unknown): string {
       if ((record.type === 'text' || record.type === undefined) && typeof record.text === 'string') parts.push(record.text);
     }
   }
-  return parts.join(' ').trim();
+  return parts;
 }
 
 /** A short single-line preview of a message's text, for thread lists and logs. */

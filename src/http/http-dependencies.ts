@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AgentService } from '../app/agent-service.js';
 import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
+import type { ThreadContextService } from '../app/context/thread-context-service.js';
 import type { MemoryService } from '../app/memory-service.js';
 import type { HookService } from '../app/webhooks/hook-service.js';
 import type { PlanService } from '../app/plans/plan-service.js';
@@ -18,6 +19,8 @@ export interface HttpDependencies {
   auth: Authenticator;
   agents: AgentService;
   conversations: ConversationService;
+  /** What a thread's next model call would receive (GET /api/threads/{id}/context). */
+  threadContext: ThreadContextService;
   memories: MemoryService;
   events: EventBus;
   /** Readiness: the database answers. */

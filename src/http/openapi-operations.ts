@@ -39,6 +39,8 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /api/threads/{threadId}/runs': { id: 'listThreadRuns', summary: "A thread's runs, newest first" },
   'GET /api/runs/{runId}': { id: 'getRun', summary: 'Get a run' },
   'POST /api/runs/{runId}/cancel': { id: 'cancelRun', summary: 'Cancel a run in progress' },
+  'GET /api/agents/{agentId}/context': { id: 'getContextSettings', summary: "An agent's context budget settings" },
+  'PUT /api/agents/{agentId}/context': { id: 'replaceContextSettings', summary: "Replace an agent's context budget settings" },
   'GET /api/agents/{agentId}/autonomy': { id: 'getAutonomyPolicy', summary: "An agent's autonomy policy" },
   'PUT /api/agents/{agentId}/autonomy': { id: 'replaceAutonomyPolicy', summary: "Replace an agent's autonomy policy" },
   'GET /api/threads/{threadId}/autonomy': { id: 'getThreadAutonomy', summary: "A thread's follow-up state" },

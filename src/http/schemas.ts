@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
+import type { ContextReport } from '../domain/context/context-report.js';
+import { summaryCoverageSchema } from '../domain/context/conversation-summary.js';
 
 /**
  * Every request shape is a strict zod object: unknown fields are refused, so a client
@@ -155,4 +157,50 @@ export function toRunDto(run: RunRecord): z.infer<typeof runDto> {
 
 export function toMemoryDto(memory: MemoryRecord | MemoryHit): z.infer<typeof memoryDto> {
   return { id: memory.id, agentId: memory.agentId, content: memory.content, createdAt: memory.createdAt, ...('score' in memory ? { score: memory.score } : {}) };
+}
+
+/** GET /api/threads/{id}/context: what the next model call would receive (I14), with token counts per part. */
+export const threadContextDto = z.object({
+  budget: z.object({
+    maxTokens: z.number().int(),
+    source: z.enum(['agent', 'server', 'model_profile', 'default']).describe('context.maxTokens of the agent, VIGIL_CONTEXT_TOKENS, the model\'s window, or 32000'),
+    answerTokens: z.number().int().describe('kept free for the answer'),
+    inputLimit: z.number().int().describe('the most the input may take'),
+    usageCorrection: z.number().describe('reported usage / our count for this model; 1 until the model reported any'),
+  }),
+  system: z.object({ text: z.string(), tokens: z.number().int() }),
+  envelope: z.object({
+    shown: z.boolean(),
+    tokens: z.number().int(),
+    note: z.string(),
+  }),
+  summary: z
+    .object({
+      text: z.string(),
+      tokens: z.number().int(),
+      coverage: summaryCoverageSchema.nullable(),
+      writtenBy: z.literal('system').describe('an internal summary written by a model for the system, never a person\'s message (I2)'),
+    })
+    .nullable(),
+  messages: z.object({
+    inThread: z.number().int().describe('every message, all still in history'),
+    summarized: z.number().int().describe('covered by the summary'),
+    trimmed: z.number().int().describe('neither summarised nor sent (a summary still to come)'),
+    tokens: z.number().int(),
+    window: z.array(z.object({ id: z.string().nullable(), type: z.string(), tokens: z.number().int(), mediaReplaced: z.boolean(), cut: z.boolean() })),
+  }),
+  inputTokens: z.number().int(),
+});
+
+const ENVELOPE_NOTE = "built at call time for cron, webhook, channel and heartbeat runs; a person's next message is sent without one";
+
+export function toThreadContextDto(report: ContextReport): z.infer<typeof threadContextDto> {
+  return {
+    budget: report.budget,
+    system: report.system,
+    envelope: { ...report.envelope, note: ENVELOPE_NOTE },
+    summary: report.summary ? { ...report.summary, writtenBy: 'system' } : null,
+    messages: report.messages,
+    inputTokens: report.inputTokens,
+  };
 }

@@ -15,6 +15,7 @@ import { channelRoutes } from './routes/channel-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
 import { planRoutes } from './routes/plan-routes.js';
 import { threadRoutes } from './routes/thread-routes.js';
+import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
 
@@ -123,6 +124,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
 
   await app.register(agentRoutes(deps));
   await app.register(threadRoutes(deps));
+  await app.register(contextRoutes(deps));
   if (deps.autonomy) await app.register(autonomyRoutes(deps.autonomy));
   if (deps.hooks) await app.register(hookRoutes(deps.hooks));
   if (deps.plans) await app.register(planRoutes(deps.plans, deps));

@@ -1,4 +1,3 @@
-import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { pino } from 'pino';
 import { openPostgresStorage } from '../../src/adapters/storage-factory.js';
 import { TEST_DATABASE_URL, describePostgres, dropSchema, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
@@ -19,10 +18,12 @@ describePostgres('checkpoint cache: PostgreSQL', postgres, () => {
         return storage;
       },
       async reference() {
-        // LangGraph's saver as it ships; the tables already exist.
-        const saver = PostgresSaver.fromConnString(TEST_DATABASE_URL, { schema });
-        closers.add(() => saver.end());
-        return saver;
+        // vigil's saver on its own pools with no cache and no message memory: every read
+        // rebuilds the checkpoint from its rows (LangGraph's PostgresSaver cannot read the
+        // message log; the conformance suite checks vigil's saver against LangGraph's spec).
+        const storage = await openPostgresStorage({ connectionString: TEST_DATABASE_URL, schema, logger, checkpointCache: { maxThreads: 0 }, messageLog: { maxThreads: 0 } });
+        closers.add(() => storage.close());
+        return storage.checkpointer;
       },
       close: () => closers.closeAll(),
     };

@@ -1,6 +1,4 @@
 import { join } from 'node:path';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
-import BetterSqlite3 from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe } from 'vitest';
 import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
@@ -22,11 +20,12 @@ describe('checkpoint cache: SQLite', () => {
         return storage;
       },
       async reference() {
-        const database = new BetterSqlite3(file);
-        closers.add(async () => {
-          database.close();
-        });
-        return new SqliteSaver(database);
+        // vigil's saver on another connection with no cache and no message memory: every
+        // read rebuilds the checkpoint from its rows (LangGraph's SqliteSaver cannot read
+        // the message log; its port is checked against the conformance suite instead).
+        const storage = await openSqliteStorage({ file, logger, checkpointCache: { maxThreads: 0 }, messageLog: { maxThreads: 0 } });
+        closers.add(() => storage.close());
+        return storage.checkpointer;
       },
       close: () => closers.closeAll(),
     };

@@ -14,12 +14,12 @@
 import { deltaChannelHistoryTests, validate } from '@langchain/langgraph-checkpoint-validation';
 import type { CheckpointSaverTestInitializer } from '@langchain/langgraph-checkpoint-validation';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
-import type { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, test } from 'vitest';
 import { openStorage } from '../../src/adapters/storage-factory.js';
 import type { CheckpointCacheStats } from '../../src/adapters/sql/checkpoint-cache.js';
+import type { NodeSqliteSaver } from '../../src/adapters/sql/checkpoint-sqlite-base.js';
 import type { Storage } from '../../src/app/ports.js';
 import { describePostgres, dropSchema, postgresTarget, randomSchemaName, TEST_DATABASE_URL } from '../helpers/postgres.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
@@ -47,7 +47,8 @@ describe('checkpointer conformance: SQLite', () => {
   let storage: Storage | undefined;
 
   conformance({
-    // The suite skips cases by package name (SqliteSaver stores no channel deltas).
+    // The suite skips cases by package name; vigil's SQLite saver is a port of SqliteSaver
+    // (it stores no channel deltas).
     checkpointerName: '@langchain/langgraph-checkpoint-sqlite',
     beforeAllTimeout: 60_000,
     async beforeAll() {
@@ -62,8 +63,8 @@ describe('checkpointer conformance: SQLite', () => {
       expect(hits).toBeGreaterThan(0);
     },
     createCheckpointer() {
-      const saver = storage!.checkpointer as SqliteSaver;
-      saver.db.exec('DELETE FROM checkpoints; DELETE FROM writes;');
+      const saver = storage!.checkpointer as NodeSqliteSaver;
+      saver.db.exec('DELETE FROM checkpoints; DELETE FROM writes; DELETE FROM checkpoint_messages;');
       return saver;
     },
   });
@@ -91,7 +92,7 @@ describePostgres('checkpointer conformance: PostgreSQL', postgres, () => {
       expect(hits).toBeGreaterThan(0);
     },
     async createCheckpointer() {
-      await cleaner!.query(`TRUNCATE "${schema}".checkpoints, "${schema}".checkpoint_blobs, "${schema}".checkpoint_writes`);
+      await cleaner!.query(`TRUNCATE "${schema}".checkpoints, "${schema}".checkpoint_blobs, "${schema}".checkpoint_writes, "${schema}".checkpoint_messages`);
       return storage!.checkpointer;
     },
   });

@@ -2,9 +2,9 @@
  * The migrator on both dialects: versions recorded in vigil_migrations, applied once,
  * all-or-nothing, and a renamed migration refused.
  */
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { kyselySqliteDatabase, openNodeSqlite } from '../../src/adapters/sql/node-sqlite.js';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Database, SqlDialectName } from '../../src/adapters/sql/database.js';
@@ -73,7 +73,7 @@ function migratorCases(dialect: SqlDialectName, open: () => Promise<{ db: Kysely
 }
 
 describe('migrator: SQLite', () => {
-  migratorCases('sqlite', async () => ({ db: new Kysely<Database>({ dialect: new SqliteDialect({ database: new BetterSqlite3(':memory:') }) }) }));
+  migratorCases('sqlite', async () => ({ db: new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselySqliteDatabase(openNodeSqlite(':memory:')) }) }) }));
 });
 
 describePostgres('migrator: PostgreSQL', postgres, () => {

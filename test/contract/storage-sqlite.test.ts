@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import type { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NodeSqliteSaver } from '../../src/adapters/sql/checkpoint-sqlite-base.js';
 import { openSqliteStorage, openStorage } from '../../src/adapters/storage-factory.js';
 import type { NewStoredMessage } from '../../src/app/ports.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
@@ -62,10 +62,10 @@ describe('openStorage', () => {
       const storage = await openStorage({ dataDir, databaseUrl: '', logger });
       try {
         expect(storage.kind).toBe('sqlite');
-        const saver = storage.checkpointer as SqliteSaver;
-        expect(saver.db.name).toBe(join(dataDir, 'vigil.sqlite'));
-        expect(saver.db.pragma('journal_mode', { simple: true })).toBe('wal');
-        expect(saver.db.pragma('busy_timeout', { simple: true })).toBeGreaterThan(0);
+        const saver = storage.checkpointer as NodeSqliteSaver;
+        expect(saver.db.location()).toBe(join(dataDir, 'vigil.sqlite'));
+        expect(saver.db.prepare('PRAGMA journal_mode').get()).toMatchObject({ journal_mode: 'wal' });
+        expect(saver.db.prepare('PRAGMA busy_timeout').get()?.timeout).toBeGreaterThan(0);
       } finally {
         await storage.close();
       }

@@ -16,6 +16,8 @@ export interface TestServer extends RunningServer {
   logs: LogLine[];
   /** Responses whose status the API document does not declare for their route (should stay empty). */
   undocumented: UndocumentedResponse[];
+  /** The same lines as written, for what parsing hides (a key written twice). */
+  rawLogs: string[];
   /** Start a fresh server process-equivalent on the same database (a restart). */
   restart(): Promise<TestServer>;
   /** Close and remove the database. */
@@ -75,6 +77,7 @@ export async function startTestServer(
     ...server,
     logs: capture.lines,
     undocumented,
+    rawLogs: capture.raw,
     request,
     restart: async () => {
       await server.close();

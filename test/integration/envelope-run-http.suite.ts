@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
-import { signDelivery } from '../../src/app/webhooks/hook-signature.js';
+import { signedHeaders } from '../helpers/webhook-signing.js';
 import { ENVELOPE_KEY, buildEnvelope } from '../../src/domain/envelope/build-envelope.js';
 import { ENVELOPE_KWARG, envelopeMessageFields, newRunNonce, systemPromptRule } from '../../src/domain/envelope/envelope-marker.js';
 import { syntheticMetadata, TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
@@ -135,11 +135,11 @@ export function envelopeRunHttpSuite(backend: () => Backend): void {
 
       const hook = (await server.request('POST', '/api/hooks', { body: { name: 'h', threadId, taskTemplate: 'event {{payload.kind}}' } })).body;
       const rawBody = JSON.stringify({ kind: 'ping', client_secret: 'cs_live_abcdefghijklmnop' });
-      const timestamp = String(Math.floor(Date.now() / 1000));
+      const timestamp = Math.floor(Date.now() / 1000);
       const delivered = await server.request('POST', `/api/hooks/${hook.id}`, {
         token: '',
         rawBody,
-        headers: { 'content-type': 'application/json', 'x-vigil-timestamp': timestamp, 'x-vigil-delivery': 'd-runs-api', 'x-vigil-signature': signDelivery(hook.secret, timestamp, rawBody) },
+        headers: { 'content-type': 'application/json', ...signedHeaders(hook.secret, 'd-runs-api', timestamp, rawBody) },
       });
       expect(delivered.status).toBe(202);
       // The webhook run goes on in the background: wait for it to end.

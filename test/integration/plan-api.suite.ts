@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ALICE, BOB, parseSse, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
-import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
+import { approve, execute, noKnowledge, revise, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
 import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
 
 /** Planner agents through the HTTP API: settings, tools, plans, progress events, resume across a restart (I10, I12). */
@@ -167,6 +167,33 @@ export function planApiSuite(backend: () => Backend): void {
     ]);
     const history = await server.request('GET', `/api/threads/${thread.id}/history`);
     expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'assistant']);
+  });
+
+  it('I9: a plan whose critic never approved is served as `stopped` with the revision-cap reason, in the plan, the run and the events', async () => {
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Perfect the essay', 'Draft')],
+      tactical_plan: always(tacticalPlan(step('write'))),
+      executor_step: always(execute([], true, 'written')),
+      tactical_critique: always(revise('not good enough')),
+    });
+    const thread = await plannerAgent('perfectionist', { budgets: { maxRevisions: 1 } });
+    const response = await fetch(`${server.url}/api/threads/${thread.id}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ALICE.token}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ content: 'Write the perfect essay' }),
+    });
+    const events = parseSse(await response.text());
+    const reason = 'revision cap reached: the tactical critic still asked for a revision after 1 (limit 1): not good enough';
+    expect(events.find((event) => event.event === 'plan.complete')?.data).toMatchObject({ status: 'stopped', reason });
+    expect(events.at(-1)).toMatchObject({ event: 'run.end', data: { reason } });
+    const planId = events.find((event) => event.event === 'plan.create')!.data.planId as string;
+    const detail = await server.request('GET', `/api/plans/${planId}`);
+    expect(detail.body).toMatchObject({ status: 'stopped', reason });
+    const list = await server.request('GET', `/api/threads/${thread.id}/plans`);
+    expect(list.body.plans.map((plan: { status: string }) => plan.status)).toEqual(['stopped']);
+    const runs = await server.request('GET', `/api/threads/${thread.id}/runs`);
+    expect(runs.body.runs[0]).toMatchObject({ reason });
   });
 
   it('lists the plan routes in the OpenAPI document', async () => {

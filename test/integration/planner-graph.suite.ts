@@ -21,11 +21,15 @@ export function plannerGraphSuite(backend: () => Backend): void {
   let site: Server;
   let siteHost: string;
   const walked = new Set<string>();
+  const siteRequests: string[] = [];
+  const SERVED_TOKEN = 'srvTOKEN0123456789abcdef';
 
   beforeAll(async () => {
     harness = await openPlannerHarness(backend(), { model: () => model });
     site = createServer((request, response) => {
+      siteRequests.push(request.url ?? '');
       response.writeHead(200, { 'content-type': 'text/plain' });
+      if (request.url?.startsWith('/token')) return response.end(`Your session: Bearer ${SERVED_TOKEN}`);
       response.end(request.url === '/menu' ? 'Tonight: shoyu ramen, miso ramen' : 'hello');
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
@@ -208,35 +212,86 @@ export function plannerGraphSuite(backend: () => Backend): void {
       expect(JSON.stringify(script.callsOf('tactical_plan')[1]!.messages.at(-1)?.content)).toContain('part two is wrong');
     });
 
-    it('I9: the revision cap auto-approves ("max revisions reached"): a critic that always says revise ends at the cap', async () => {
+    it('I9: the tactical revision cap stops the plan (`stopped`, with the reason), never `completed`', async () => {
       const script = new ScriptedChatModel({
         knowledge_plan: [noKnowledge],
         strategic_plan: always(strategicPlan('Polish', 'Polish once more')),
         tactical_plan: always(tacticalPlan(step('polish'))),
         executor_step: always(execute([], true, 'polished')),
         tactical_critique: always(revise('could be shinier')),
-        strategic_critique: always(revise('still not perfect')),
-        text: ['Polished as far as allowed.'],
+        strategic_critique: always(approve()),
+        text: ['unused'],
       });
       const { outcome, events, plan: stored, path } = await plan(script, 'Polish this', { budgets: { maxRevisions: 2 } });
-      expect(outcome.run).toMatchObject({ status: 'succeeded', reason: null });
-      expect(stored?.status).toBe('completed');
-      // One milestone, then one more per strategic revision (2), each revised twice, then auto-approved.
-      expect(stored?.milestones).toHaveLength(3);
-      for (const milestone of stored!.milestones) {
-        expect(milestone).toMatchObject({ status: 'completed', revisionCount: 2, criticDecision: 'approve' });
-        expect(milestone.criticReason).toMatch(/^max revisions reached/);
-      }
+      const reason = 'revision cap reached: the tactical critic still asked for a revision after 2 (limit 2): could be shinier';
+      expect(outcome.run).toMatchObject({ status: 'succeeded', reason });
+      expect(stored).toMatchObject({ status: 'stopped', reason });
+      expect(stored?.endedAt ?? null).toBeNull();
+      // The milestone was never approved: it stays active, with the critic's last word.
+      expect(stored?.milestones).toHaveLength(1);
+      expect(stored!.milestones[0]).toMatchObject({ status: 'active', revisionCount: 2, criticDecision: 'revise', criticReason: 'could be shinier' });
       const decisions = events.filter((event) => event.type === 'critic.decide');
-      const tacticalAuto = decisions.filter((event) => event.level === 'tactical' && event.decision === 'approve');
-      expect(tacticalAuto).toHaveLength(3);
-      for (const event of tacticalAuto) expect(event.reason).toMatch(/^max revisions reached/);
-      expect(decisions.filter((event) => event.level === 'tactical' && event.decision === 'revise')).toHaveLength(6);
-      expect(decisions.filter((event) => event.level === 'strategic').map((event) => event.decision)).toEqual(['revise', 'revise', 'approve']);
-      expect(decisions.at(-1)?.reason).toMatch(/^max revisions reached/);
-      expect(stored?.finalCriticReason).toMatch(/^max revisions reached/);
-      expect(events.at(-1)?.type).toBe('run.end');
-      expectCriticsOnPath(path);
+      expect(decisions.map((event) => event.decision)).toEqual(['revise', 'revise', 'revise']);
+      expectStopAnnounced(events, reason);
+      expect(path.at(-3)).toBe(NODES.tacticalCritic);
+      expect(path.at(-2)).toBe(NODES.complete);
+      expect(script.callsOf('strategic_critique')).toHaveLength(0);
+      expect(script.callsOf('text')).toHaveLength(0); // no model call after a bound
+      const reply = outcome.messages.find((message) => message.type === 'ai');
+      expect(String(reply?.content)).toContain(reason);
+    });
+
+    it('I9: the strategic revision cap stops the plan too; only an approved plan is `completed`', async () => {
+      const script = new ScriptedChatModel({
+        knowledge_plan: [noKnowledge],
+        strategic_plan: always(strategicPlan('Polish', 'Polish once more')),
+        tactical_plan: always(tacticalPlan(step('polish'))),
+        executor_step: always(execute([], true, 'polished')),
+        tactical_critique: always(approve()),
+        strategic_critique: always(revise('still not perfect')),
+        text: ['unused'],
+      });
+      const { outcome, events, plan: stored } = await plan(script, 'Polish this', { budgets: { maxRevisions: 1 } });
+      const reason = 'revision cap reached: the strategic critic still asked for a revision after 1 (limit 1): still not perfect';
+      expect(outcome.run).toMatchObject({ status: 'succeeded', reason });
+      expect(stored).toMatchObject({ status: 'stopped', reason, strategicRevisionCount: 1 });
+      const strategic = events.flatMap((event) => (event.type === 'critic.decide' && event.level === 'strategic' ? [event.decision] : []));
+      expect(strategic).toEqual(['revise', 'revise']);
+      expectStopAnnounced(events, reason);
+      expect(events.some((event) => event.type === 'plan.complete' && event.status === 'completed')).toBe(false);
+    });
+  });
+
+  describe('I4: tool-call arguments and results are redacted like the envelope before they are stored or shown', () => {
+    it('I4: an api_key / bearer token argument and a token in the result are stored and served redacted; the tool got the real values', async () => {
+      const apiKey = 'sk-proj-ABCDEFGHIJKLMNOPQRSTUV012345';
+      const bearer = 'Bearer abcDEF0123456789ghiJKL';
+      const script = new ScriptedChatModel({
+        knowledge_plan: [noKnowledge],
+        strategic_plan: [strategicPlan('Call the API', 'Fetch')],
+        tactical_plan: [tacticalPlan(step('fetch it', ['http_fetch']))],
+        executor_step: [execute([{ tool: 'http_fetch', args: { url: `http://${siteHost}/token?api_key=${apiKey}`, api_key: apiKey, headers: { authorization: bearer } } }], true, 'fetched')],
+        tactical_critique: always(approve()),
+        strategic_critique: [approve()],
+        text: ['Done.'],
+      });
+      const { plan: stored, thread } = await plan(script, 'Call the API', { fetch: { allowedHosts: ['127.0.0.1'] } });
+      expect(siteRequests).toContain(`/token?api_key=${apiKey}`); // the tool itself used the real key
+
+      const calls = await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 });
+      const served = await harness.service.detail(USER, stored!.id); // what GET /api/plans/:id returns
+      const state = await harness.state(thread.id);
+      for (const text of [JSON.stringify(calls), JSON.stringify(served), JSON.stringify(state.planner.toolResults)]) {
+        expect(text).not.toContain(apiKey);
+        expect(text).not.toContain('abcDEF0123456789ghiJKL');
+        expect(text).not.toContain(SERVED_TOKEN);
+      }
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.status).toBe('succeeded');
+      expect(calls[0]!.args).toEqual({ url: `http://${siteHost}/token?api_key=[redacted]`, api_key: '[redacted]', headers: { authorization: '[redacted]' } });
+      expect(calls[0]!.output).toContain('Bearer [redacted]');
+      // The executor step after the call saw the redacted result too.
+      expect(JSON.stringify(script.callsOf('tactical_critique')[0]!.messages)).toContain('Bearer [redacted]');
     });
   });
 

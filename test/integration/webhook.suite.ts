@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import type { HookTables } from '../../src/adapters/sql/hook-tables.js';
-import { signDelivery } from '../../src/app/webhooks/hook-signature.js';
+import { Webhook } from 'standardwebhooks';
+import { signedHeaders } from '../helpers/webhook-signing.js';
 import { ENVELOPE_KEY } from '../../src/domain/envelope/build-envelope.js';
 import { ENVELOPE_KWARG, systemPromptRule } from '../../src/domain/envelope/envelope-marker.js';
 import { RecordingModel } from '../helpers/recording-model.js';
@@ -42,24 +43,31 @@ export function webhookSuite(backend: () => Backend): void {
 
   interface DeliveryOptions {
     secret?: string;
-    timestamp?: string;
+    timestamp?: number;
     deliveryId?: string | null;
     signature?: string | null;
     rawBody?: string;
     contentType?: string;
   }
 
+  /** A delivery signed the Standard Webhooks way, with the library a sender would use. */
   async function deliver(hook: { id: string; secret: string }, payload: unknown, options: DeliveryOptions = {}) {
     const rawBody = options.rawBody ?? JSON.stringify(payload);
-    const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
-    const headers: Record<string, string> = { 'content-type': options.contentType ?? 'application/json', 'x-vigil-timestamp': timestamp };
-    const deliveryId = options.deliveryId === undefined ? randomUUID() : options.deliveryId;
-    if (deliveryId !== null) headers['x-vigil-delivery'] = deliveryId;
-    const signature = options.signature === undefined ? signDelivery(options.secret ?? hook.secret, timestamp, rawBody) : options.signature;
-    if (signature !== null) headers['x-vigil-signature'] = signature;
-    // No bearer token: the signature is the authentication.
-    return server.request('POST', `/api/hooks/${hook.id}`, { token: '', headers, rawBody });
+    const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+    const deliveryId = options.deliveryId === undefined ? `msg_${randomUUID()}` : options.deliveryId;
+    const headers: Record<string, string> = { 'content-type': options.contentType ?? 'application/json', ...signedHeaders(options.secret ?? hook.secret, deliveryId ?? 'unsent', timestamp, rawBody) };
+    if (deliveryId === null) delete headers['webhook-id'];
+    if (options.signature === null) delete headers['webhook-signature'];
+    else if (options.signature !== undefined) headers['webhook-signature'] = options.signature;
+    return send(hook.id, headers, rawBody);
   }
+
+  // No bearer token: the signature is the authentication.
+  function send(hookId: string, headers: Record<string, string>, rawBody: string) {
+    return server.request('POST', `/api/hooks/${hookId}`, { token: '', headers, rawBody });
+  }
+
+  const sign = (secret: string, id: string, timestamp: number, rawBody: string) => new Webhook(secret).sign(id, new Date(timestamp * 1000), rawBody);
 
   async function runOf(runId: string, token = ALICE.token) {
     let run: Record<string, any> | undefined;
@@ -93,7 +101,8 @@ export function webhookSuite(backend: () => Backend): void {
   describe('managing hooks', () => {
     it('creates a hook whose secret is shown once, stored encrypted, never returned again', async () => {
       const hook = await createHook({});
-      expect(hook.secret).toMatch(/^vhs_[A-Za-z0-9_-]{43}$/);
+      expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/); // Standard Webhooks: whsec_ + base64 of 32 bytes
+      expect(() => new Webhook(hook.secret)).not.toThrow();
       expect(hook.deliveryUrl).toBe(`/api/hooks/${hook.id}`);
       expect(hook.threadId).toBeNull();
       const fetched = await server.request('GET', `/api/hooks/${hook.id}`);
@@ -111,7 +120,7 @@ export function webhookSuite(backend: () => Backend): void {
         .where('id', '=', hook.id)
         .executeTakeFirstOrThrow();
       expect(row.secret_ciphertext).toMatch(/^v1\./);
-      expect(row.secret_ciphertext).not.toContain(hook.secret.slice(4));
+      expect(row.secret_ciphertext).not.toContain(hook.secret.slice('whsec_'.length));
       expect(JSON.stringify(server.logs)).not.toContain(hook.secret);
     });
 
@@ -234,11 +243,13 @@ export function webhookSuite(backend: () => Backend): void {
       const cases: Array<[string, DeliveryOptions, number, string]> = [
         ['another hook secret', { secret: other.secret }, 401, 'HOOK_SIGNATURE_INVALID'],
         ['no signature', { signature: null }, 401, 'HOOK_SIGNATURE_INVALID'],
-        ['a malformed signature', { signature: 'sha256=zz' }, 401, 'HOOK_SIGNATURE_INVALID'],
-        ['a signature of another body', { signature: signDelivery(hook.secret, String(now), JSON.stringify({ kind: 'other' })) }, 401, 'HOOK_SIGNATURE_INVALID'],
-        ['a signature over another timestamp', { timestamp: String(now), signature: signDelivery(hook.secret, String(now - 1), JSON.stringify(payload)) }, 401, 'HOOK_SIGNATURE_INVALID'],
-        ['a timestamp 10 minutes old', { timestamp: String(now - 600) }, 401, 'HOOK_TIMESTAMP_STALE'],
-        ['a timestamp 10 minutes ahead', { timestamp: String(now + 600) }, 401, 'HOOK_TIMESTAMP_STALE'],
+        ['a malformed signature', { signature: 'v1,zz' }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a signature of another version', { signature: sign(hook.secret, 'd-1', now, JSON.stringify(payload)).replace('v1,', 'v2,'), deliveryId: 'd-1' }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a signature of another body', { signature: sign(hook.secret, 'd-2', now, JSON.stringify({ kind: 'other' })), deliveryId: 'd-2', timestamp: now }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a signature over another timestamp', { timestamp: now, deliveryId: 'd-3', signature: sign(hook.secret, 'd-3', now - 1, JSON.stringify(payload)) }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a signature over another id', { timestamp: now, deliveryId: 'd-4', signature: sign(hook.secret, 'd-5', now, JSON.stringify(payload)) }, 401, 'HOOK_SIGNATURE_INVALID'],
+        ['a timestamp 10 minutes old', { timestamp: now - 600 }, 401, 'HOOK_TIMESTAMP_STALE'],
+        ['a timestamp 10 minutes ahead', { timestamp: now + 600 }, 401, 'HOOK_TIMESTAMP_STALE'],
         ['no delivery id', { deliveryId: null }, 400, 'VALIDATION_FAILED'],
         ['a valid signature over invalid JSON', { rawBody: '{"kind": ' }, 400, 'MALFORMED_JSON'],
         ['a JSON array body', { rawBody: '[1,2]' }, 400, 'VALIDATION_FAILED'],
@@ -267,11 +278,50 @@ export function webhookSuite(backend: () => Backend): void {
       expect((await runsOf(threadId)).map((run) => run.id)).toEqual([accepted.body.runId]);
     });
 
+    it('I11: a captured delivery resent with a new webhook-id fails its signature; resent as is, it is a replay (409)', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId });
+      const rawBody = JSON.stringify({ kind: 'deploy', repo: 'acme/api' });
+      const captured: Record<string, string> = { 'content-type': 'application/json', ...signedHeaders(hook.secret, `msg_${randomUUID()}`, Math.floor(Date.now() / 1000), rawBody) };
+      const accepted = await send(hook.id, captured, rawBody);
+      expect(accepted.status, accepted.text).toBe(202);
+      await runOf(accepted.body.runId);
+      // The attack the old scheme let through: same signature, same timestamp, a fresh id.
+      const renamed = await send(hook.id, { ...captured, 'webhook-id': `msg_${randomUUID()}` }, rawBody);
+      expect(renamed.status).toBe(401);
+      expect(renamed.body.error.code).toBe('HOOK_SIGNATURE_INVALID');
+      const replayed = await send(hook.id, captured, rawBody);
+      expect(replayed.status).toBe(409);
+      expect(replayed.body.error.code).toBe('HOOK_DELIVERY_REPLAYED');
+      // The old x-vigil-* headers are gone: a delivery signed only that way is refused.
+      const old = await send(hook.id, { 'content-type': 'application/json', 'x-vigil-timestamp': captured['webhook-timestamp']!, 'x-vigil-delivery': 'legacy-1', 'x-vigil-signature': `sha256=${'0'.repeat(64)}` }, rawBody);
+      expect(old.status).toBe(401);
+      expect(old.body.error.code).toBe('HOOK_SIGNATURE_INVALID');
+      expect((await runsOf(threadId)).map((run) => run.id)).toEqual([accepted.body.runId]);
+    });
+
+    it('I12: a second user cannot use another user\'s hook: their own hook\'s secret does not sign for it', async () => {
+      const aliceThread = await newThread();
+      const aliceHook = await createHook({ threadId: aliceThread });
+      const bobHook = await createHook({}, BOB.token);
+      const refused = await deliver({ id: aliceHook.id, secret: bobHook.secret }, { kind: 'x', repo: 'y' });
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('HOOK_SIGNATURE_INVALID');
+      expect(await runsOf(aliceThread)).toEqual([]);
+      expect((await server.request('GET', `/api/hooks/${aliceHook.id}`, { token: BOB.token })).status).toBe(404);
+      // Bob's own hook works for Bob, on Bob's thread.
+      const own = await deliver(bobHook, { kind: 'x', repo: 'y' });
+      expect(own.status).toBe(202);
+      await runOf(own.body.runId, BOB.token);
+      expect((await server.request('GET', `/api/threads/${own.body.threadId}`, { token: BOB.token })).status).toBe(200);
+      expect((await server.request('GET', `/api/threads/${own.body.threadId}`)).status).toBe(404);
+    });
+
     it('I11: of identical deliveries sent at once, exactly one starts a run', async () => {
       const threadId = await newThread();
       const hook = await createHook({ threadId });
       const rawBody = JSON.stringify({ kind: 'race', repo: 'r' });
-      const timestamp = String(Math.floor(Date.now() / 1000));
+      const timestamp = Math.floor(Date.now() / 1000);
       const options = { deliveryId: `race-${randomUUID()}`, timestamp, rawBody };
       const responses = await Promise.all(Array.from({ length: 6 }, () => deliver(hook, null, options)));
       expect(responses.map((response) => response.status).sort()).toEqual([202, 409, 409, 409, 409, 409]);

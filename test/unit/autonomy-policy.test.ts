@@ -76,8 +76,8 @@ describe('zoned time', () => {
     expect(localParts(autumn.start, berlin)).toMatchObject({ day: 26, hour: 0, minute: 0 });
   });
 
-  it('resolves a wall time inside a spring gap forward, and an ambiguous autumn one to the earlier instant', () => {
-    expect(instantOfLocal({ year: 2025, month: 3, day: 30, hour: 2, minute: 30 }, berlin).toISOString()).toBe('2025-03-30T01:30:00.000Z'); // 03:30 CEST
+  it('resolves a wall time inside a spring gap to the end of the gap (as cron does), and an ambiguous autumn one to the earlier instant', () => {
+    expect(instantOfLocal({ year: 2025, month: 3, day: 30, hour: 2, minute: 30 }, berlin).toISOString()).toBe('2025-03-30T01:00:00.000Z'); // 03:00 CEST
     expect(instantOfLocal({ year: 2025, month: 10, day: 26, hour: 2, minute: 30 }, berlin).toISOString()).toBe('2025-10-26T00:30:00.000Z'); // the first 02:30
     expect(nextLocalTime(new Date('2025-06-01T06:00:00Z'), 7 * 60, berlin).toISOString()).toBe('2025-06-02T05:00:00.000Z');
   });

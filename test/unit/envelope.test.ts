@@ -296,11 +296,12 @@ describe('envelope stage keys_dropped', () => {
       expect(envelope.dropped).toEqual(expectedOrder.slice(0, envelope.dropped.length));
       // Exactly the dropped keys are gone; the core keys are all still there.
       const kept = Object.keys(everyKey).filter((key) => !envelope.dropped.includes(key));
-      expect(Object.keys(body).sort()).toEqual([...kept, 'nonce'].sort());
-      // Minimal: putting back the last dropped key would not fit.
+      expect(Object.keys(body).sort()).toEqual([...kept, 'nonce', 'truncated', 'truncated_fields'].sort());
+      expect(body.truncated_fields).toEqual(envelope.dropped);
+      // Minimal: putting back the last dropped key (the notice still saying what went) would not fit.
       const last = envelope.dropped.at(-1) ?? '';
-      const withLast = buildEnvelope(Object.fromEntries(Object.entries(everyKey).filter(([key]) => key === last || kept.includes(key))), { nonce, maxBytes: 1_000_000 });
-      expect(withLast.bytes).toBeGreaterThan(maxBytes);
+      const withLast = JSON.stringify({ [ENVELOPE_KEY]: { ...body, [last]: everyKey[last], truncated_fields: envelope.dropped.slice(0, -1) } });
+      expect(bytesOf(withLast)).toBeGreaterThan(maxBytes);
     }
     expect([...stages]).toEqual(['keys_dropped', 'stub']);
   });
@@ -332,7 +333,13 @@ describe('envelope stage stub', () => {
   it('I4: when core keys alone are too big, the stub keeps trigger, correlation_id and nonce', () => {
     const envelope = buildEnvelope({ ...cronMeta, run_id: 'r'.repeat(5000) }, { nonce });
     expect(envelope.stage).toBe('stub');
-    expect(bodyOf(envelope)).toEqual({ trigger: 'cron', correlation_id: cronMeta.correlation_id, nonce, truncated: true });
+    expect(bodyOf(envelope)).toEqual({
+      trigger: 'cron',
+      correlation_id: cronMeta.correlation_id,
+      truncated: true,
+      truncated_fields: ['run_id', 'requested_at_utc', 'schedule_id', 'fire_id', 'scheduled_for_utc'],
+      nonce,
+    });
     expect(envelope.dropped.sort()).toEqual(['fire_id', 'requested_at_utc', 'run_id', 'schedule_id', 'scheduled_for_utc']);
     expectBounded(envelope);
   });
@@ -340,7 +347,7 @@ describe('envelope stage stub', () => {
   it('I4: a correlation_id too big for the stub is left out of it', () => {
     const envelope = buildEnvelope({ trigger: 'cron', correlation_id: 'c'.repeat(5000) }, { nonce });
     expect(envelope.stage).toBe('stub');
-    expect(bodyOf(envelope)).toEqual({ trigger: 'cron', nonce, truncated: true });
+    expect(bodyOf(envelope)).toEqual({ trigger: 'cron', truncated: true, truncated_fields: ['correlation_id'], nonce });
     expect(envelope.dropped).toEqual(['correlation_id']);
   });
 
@@ -351,6 +358,72 @@ describe('envelope stage stub', () => {
     } catch (error) {
       expect(isVigilError(error) && error.code).toBe('INTERNAL');
     }
+  });
+});
+
+// What the system prompt promises: a truncated envelope says so, and which fields.
+function expectTruncationNotice(envelope: Envelope): void {
+  const body = bodyOf(envelope);
+  if (envelope.stage === 'full') {
+    expect(body).not.toHaveProperty('truncated');
+    expect(body).not.toHaveProperty('truncated_fields');
+    return;
+  }
+  expect(body.truncated).toBe(true);
+  const fields = body.truncated_fields as string[] | undefined;
+  const more = (body.truncated_fields_more as number | undefined) ?? 0;
+  const lost = [...new Set([...envelope.cut.map((path) => path.split('.')[0]), ...envelope.dropped])];
+  if (fields === undefined) {
+    expect(envelope.stage).toBe('stub'); // only a stub too tight for the list goes without it
+  } else {
+    expect(new Set(fields)).toEqual(new Set(lost.slice(0, fields.length)));
+    expect(fields.length + more).toBe(lost.length);
+  }
+  // The nonce stays the last key (I4: where a reader looks for the server's key).
+  expect(Object.keys(body).at(-1)).toBe('nonce');
+}
+
+describe('envelope truncated flag (the system prompt promises it)', () => {
+  it('I4: cut strings set "truncated": true and name their fields, within 4096 bytes', () => {
+    const envelope = buildEnvelope({ ...cronMeta, trigger_reason: 'n'.repeat(5000), payload: { body: 'b'.repeat(5000), small: 'ok' } }, { nonce });
+    expect(envelope.stage).toBe('strings_cut');
+    const body = expectBounded(envelope);
+    expect(body.truncated).toBe(true);
+    expect(body.truncated_fields).toEqual(['trigger_reason', 'payload']);
+    expect(Object.keys(body).at(-1)).toBe('nonce');
+    expectTruncationNotice(envelope);
+  });
+
+  it('I4: dropped keys set "truncated": true and are listed, and the notice fits the 4096-byte bound exactly', () => {
+    for (let labels = 300; labels <= 420; labels += 7) {
+      const meta: Record<string, unknown> = { ...cronMeta };
+      for (let index = 0; index < labels; index++) meta[`label_${String(index).padStart(3, '0')}`] = index;
+      const envelope = buildEnvelope(meta, { nonce });
+      expect(envelope.stage).toBe('keys_dropped');
+      const body = expectBounded(envelope);
+      expect(body.truncated).toBe(true);
+      expectTruncationNotice(envelope);
+    }
+  });
+
+  it('I4: a long list of dropped fields is bounded and counted', () => {
+    const meta: Record<string, unknown> = { ...cronMeta };
+    for (let index = 0; index < 2000; index++) meta[`label_${String(index).padStart(4, '0')}`] = index;
+    const envelope = buildEnvelope(meta, { nonce });
+    const body = expectBounded(envelope);
+    expect(body.truncated).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(body.truncated_fields))).toBeLessThanOrEqual(512);
+    expect(body.truncated_fields_more).toBeGreaterThan(0);
+    expectTruncationNotice(envelope);
+  });
+
+  it('I4: a meta cannot set or forge the truncation keys; a full envelope has none', () => {
+    const full = buildEnvelope({ ...cronMeta, truncated: true, truncated_fields: ['x'], truncated_fields_more: 3 }, { nonce });
+    expect(full.stage).toBe('full');
+    expectTruncationNotice(full);
+    const cut = buildEnvelope({ ...cronMeta, truncated: false, trigger_reason: 'n'.repeat(5000) }, { nonce });
+    expect(bodyOf(cut).truncated).toBe(true);
+    expect(bodyOf(cut).truncated_fields).toEqual(['trigger_reason']);
   });
 });
 
@@ -387,6 +460,7 @@ describe('envelope bounds hold for any input', () => {
       seen.add(envelope.stage);
       expectBounded(envelope, maxBytes);
       if (envelope.stage === 'full' || envelope.stage === 'strings_cut') expect(envelope.dropped).toEqual([]);
+      expectTruncationNotice(envelope);
     }
     expect(seen).toEqual(new Set(['full', 'strings_cut', 'keys_dropped', 'stub']));
   });

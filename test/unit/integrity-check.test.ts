@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { MemorySaver, type CheckpointTuple } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { BaseMessage } from '@langchain/core/messages';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { pino } from 'pino';
+import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
 import { checkMetadataIntegrity } from '../../src/app/integrity-check.js';
 import { captureLogs } from '../helpers/log-capture.js';
 
@@ -18,13 +19,19 @@ class LossySaver extends MemorySaver {
 
 describe('start-up integrity check', () => {
   it('I3: passes on the real SQLite checkpointer and leaves no probe thread behind', async () => {
-    const saver = SqliteSaver.fromConnString(':memory:');
-    const { logger, lines } = captureLogs('info');
-    await checkMetadataIntegrity(saver, logger);
-    expect(lines.some((line) => line.msg === 'Checkpoint metadata integrity check passed')).toBe(true);
-    const leftovers = [];
-    for await (const tuple of saver.list({})) leftovers.push(tuple);
-    expect(leftovers).toEqual([]);
+    // The saver exactly as openStorage builds it.
+    const storage = await openSqliteStorage({ file: ':memory:', logger: pino({ level: 'silent' }) });
+    try {
+      const saver = storage.checkpointer;
+      const { logger, lines } = captureLogs('info');
+      await checkMetadataIntegrity(saver, logger);
+      expect(lines.some((line) => line.msg === 'Checkpoint metadata integrity check passed')).toBe(true);
+      const leftovers = [];
+      for await (const tuple of saver.list({})) leftovers.push(tuple);
+      expect(leftovers).toEqual([]);
+    } finally {
+      await storage.close();
+    }
   });
 
   it('I3: a checkpointer that changes metadata stops start-up with INTEGRITY_CHECK_FAILED and an ERROR log', async () => {

@@ -8,7 +8,8 @@ import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { isVigilError } from '../../src/domain/errors.js';
 import { mapPayload } from '../../src/app/webhooks/hook-payload.js';
 import { SecretBox } from '../../src/app/webhooks/hook-secret-box.js';
-import { checkTimestamp, signDelivery, verifySignature } from '../../src/app/webhooks/hook-signature.js';
+import { Webhook } from 'standardwebhooks';
+import { checkTimestamp, newHookSecret, verifyDelivery } from '../../src/app/webhooks/hook-signature.js';
 import { parseTemplate, renderTemplate, TASK_TEXT_MAX_CHARS, TEMPLATE_VALUE_MAX_CHARS } from '../../src/app/webhooks/hook-template.js';
 
 function codeOf(run: () => unknown): string {
@@ -86,26 +87,41 @@ describe('webhook payload mapping', () => {
   });
 });
 
-describe('webhook signatures', () => {
-  const secret = 'vhs_test-secret';
+describe('webhook signatures (Standard Webhooks)', () => {
+  const secret = newHookSecret();
   const body = Buffer.from('{"kind":"push"}');
-  const timestamp = '1760000000';
+  // The library checks its own window against the system clock, so these use the real time.
+  const now = new Date();
+  const timestamp = String(Math.floor(now.getTime() / 1000));
+  const id = 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W';
+  const sign = (key: string, msgId: string, seconds: string, payload: Buffer | string) => new Webhook(key).sign(msgId, new Date(Number(seconds) * 1000), payload);
 
-  it('accepts the HMAC-SHA256 of "<timestamp>.<raw body>" and nothing else', () => {
-    const signature = signDelivery(secret, timestamp, body);
-    expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
-    expect(() => verifySignature(secret, { signature, timestamp, deliveryId: 'd' }, body)).not.toThrow();
-    expect(() => verifySignature(secret, { signature: signature.toUpperCase().replace('SHA256', 'sha256'), timestamp, deliveryId: 'd' }, body)).not.toThrow();
+  it('a new secret is whsec_ + base64 of 32 random bytes, usable by the library', () => {
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
+    expect(newHookSecret()).not.toBe(secret);
+  });
+
+  it('accepts v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<raw body>"> and nothing else', () => {
+    const signature = sign(secret, id, timestamp, body);
+    expect(signature).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(verifyDelivery(secret, { id, timestamp, signature }, body, now)).toBe(id);
+    // Several signatures (a sender rotating secrets): one match is enough.
+    expect(verifyDelivery(secret, { id, timestamp, signature: `${sign(newHookSecret(), id, timestamp, body)} ${signature}` }, body, now)).toBe(id);
     for (const headers of [
-      { signature, timestamp: '1760000001' },
-      { signature: signDelivery('other', timestamp, body), timestamp },
-      { signature: signature.slice(0, -2), timestamp },
-      { signature: undefined, timestamp },
-      { signature, timestamp: undefined },
+      { id, signature, timestamp: String(Number(timestamp) + 1) },
+      { id: 'msg_another', signature, timestamp }, // the id is signed: a replay under a new id fails
+      { id, signature: sign(newHookSecret(), id, timestamp, body), timestamp },
+      { id, signature: signature.slice(0, -2), timestamp },
+      { id, signature: signature.replace('v1,', 'v2,'), timestamp },
+      { id, signature: undefined, timestamp },
     ]) {
-      expect(codeOf(() => verifySignature(secret, { ...headers, deliveryId: 'd' }, body))).toBe('HOOK_SIGNATURE_INVALID');
+      expect(codeOf(() => verifyDelivery(secret, headers, body, now))).toBe('HOOK_SIGNATURE_INVALID');
     }
-    expect(codeOf(() => verifySignature(secret, { signature, timestamp, deliveryId: 'd' }, Buffer.from('{"kind":"push" }')))).toBe('HOOK_SIGNATURE_INVALID');
+    expect(codeOf(() => verifyDelivery(secret, { id, signature, timestamp }, Buffer.from('{"kind":"push" }'), now))).toBe('HOOK_SIGNATURE_INVALID');
+    expect(codeOf(() => verifyDelivery(secret, { id, signature, timestamp: undefined }, body, now))).toBe('HOOK_TIMESTAMP_STALE');
+    expect(codeOf(() => verifyDelivery(secret, { id: undefined, signature, timestamp }, body, now))).toBe('VALIDATION_FAILED');
+    expect(codeOf(() => verifyDelivery(secret, { id: 'bad id with spaces', signature, timestamp }, body, now))).toBe('VALIDATION_FAILED');
   });
 
   it('refuses timestamps more than 5 minutes off, either way', () => {

@@ -3,6 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from 'pino';
 import type { DueJob, JobHandler, JobQueue, QueueDepth, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
 import type { Clock } from '../../app/ports.js';
+import type { LogContextRunner } from '../logging/create-logger.js';
 import type { Database, SqlContext } from '../sql/database.js';
 import { kyselyTransactionOf } from '../sql/timer-repository.js';
 import { decodeJsonRecord, encodeJson } from '../sql/values.js';
@@ -12,6 +13,8 @@ export interface EmbeddedJobQueueOptions {
   context: SqlContext;
   clock: Clock;
   logger: Logger;
+  /** Each job runs in its own log context (its id), never in the context of whoever scheduled it. */
+  withLogContext?: LogContextRunner;
   /** How long a claim lasts without renewal; a job whose process died is handed out again after it. */
   leaseMs?: number;
   /** Deliveries before a job that keeps failing is parked as failed. */
@@ -54,6 +57,7 @@ export class EmbeddedJobQueue implements JobQueue {
   readonly #maxAttempts: number;
   readonly #retryBaseMs: number;
   readonly #concurrency: number;
+  readonly #withLogContext: LogContextRunner;
   readonly #workerId = randomUUID();
   readonly #handlers = new Map<string, JobHandler>();
   readonly #inFlight = new Map<string, Promise<void>>();
@@ -73,6 +77,7 @@ export class EmbeddedJobQueue implements JobQueue {
     this.#maxAttempts = options.maxAttempts ?? 10;
     this.#retryBaseMs = options.retryBaseMs ?? 1_000;
     this.#concurrency = options.concurrency ?? 4;
+    this.#withLogContext = options.withLogContext ?? ((_fields, work) => work());
   }
 
   async schedule(job: ScheduleJob, options: ScheduleOptions = {}): Promise<{ id: string; created: boolean }> {
@@ -167,7 +172,9 @@ export class EmbeddedJobQueue implements JobQueue {
   #wakeSoon(): void {
     if (!this.#active()) return;
     // After the caller's transaction commits: on SQLite the read waits for the connection anyway.
-    setImmediate(() => void this.#pump());
+    // The pump (and the sleep timer it sets) must not carry the log context of the request
+    // or run that scheduled a job: every job after it would be logged with that id.
+    setImmediate(() => this.#withLogContext({}, () => void this.#pump()));
   }
 
   /** Claim what is due, deliver it, then sleep until the next due time. Never runs twice at once. */
@@ -229,7 +236,7 @@ export class EmbeddedJobQueue implements JobQueue {
     const job: DueJob = { id: row.id, queue: row.queue, key: row.key, dueAt: row.due_at, payload: decodeJsonRecord(row.payload), attempt: row.attempt };
     const delivery = (async () => {
       try {
-        await handler(job);
+        await this.#withLogContext({ jobId: job.id, queue: job.queue }, () => handler(job));
         await this.#db.deleteFrom('vigil_jobs').where('id', '=', row.id).where('claimed_by', '=', this.#workerId).where('attempt', '=', row.attempt).execute();
       } catch (error) {
         await this.#fail(row, error);

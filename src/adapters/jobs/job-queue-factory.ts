@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { JobQueue } from '../../app/job-queue.js';
 import type { Clock } from '../../app/ports.js';
+import type { LogContextRunner } from '../logging/create-logger.js';
 import { InProcessThreadLocks, type ThreadLockService } from '../../app/thread-lock.js';
 import { PostgresThreadLocks } from '../locks/postgres-thread-locks.js';
 import type { SqlStorage } from '../sql/sql-storage.js';
@@ -20,6 +21,8 @@ export interface JobQueueTarget {
   schema: string;
   clock: Clock;
   logger: Logger;
+  /** Jobs run in their own log context through this (main.ts passes the logger's). */
+  withLogContext?: LogContextRunner | undefined;
   /** Embedded scheduler only: how long a claim lasts without renewal (a dead process's job is redelivered after it). */
   jobLeaseMs?: number | undefined;
 }
@@ -27,9 +30,15 @@ export interface JobQueueTarget {
 export function openJobQueue(target: JobQueueTarget): JobQueue {
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
-    return new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger });
+    return new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger, ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}) });
   }
-  return new EmbeddedJobQueue({ context: target.storage.context, clock: target.clock, logger: target.logger, ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}) });
+  return new EmbeddedJobQueue({
+    context: target.storage.context,
+    clock: target.clock,
+    logger: target.logger,
+    ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
+    ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
+  });
 }
 
 export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'>): Promise<ThreadLockService> {

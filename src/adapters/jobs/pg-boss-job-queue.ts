@@ -1,6 +1,7 @@
 import { PgBoss, fromKysely, type Job, type JobResult, type JobWithMetadata } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { DueJob, JobHandler, JobQueue, QueueDepth, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
+import type { LogContextRunner } from '../logging/create-logger.js';
 import { kyselyTransactionOf } from '../sql/timer-repository.js';
 
 export interface PgBossJobQueueOptions {
@@ -8,6 +9,8 @@ export interface PgBossJobQueueOptions {
   /** pg-boss's own schema (see pgBossSchemaFor). */
   schema: string;
   logger: Logger;
+  /** Each job runs in its own log context (its id), never in the context of whoever started the worker. */
+  withLogContext?: LogContextRunner;
   /** How often an idle worker looks for due jobs; a delayed job waits at most this long past its due time. */
   pollingIntervalSeconds?: number;
   /** Jobs fetched per poll, and handlers per fetch run together. */
@@ -36,7 +39,8 @@ const RETENTION_SECONDS = 40 * 24 * 3600;
 export class PgBossJobQueue implements JobQueue {
   readonly #boss: PgBoss;
   readonly #logger: Logger;
-  readonly #options: Required<Omit<PgBossJobQueueOptions, 'connectionString' | 'schema' | 'logger'>>;
+  readonly #withLogContext: LogContextRunner;
+  readonly #options: Required<Omit<PgBossJobQueueOptions, 'connectionString' | 'schema' | 'logger' | 'withLogContext'>>;
   readonly #handlers = new Map<string, JobHandler>();
   readonly #queues = new Map<string, Promise<void>>();
   #started: Promise<void> | undefined;
@@ -44,6 +48,7 @@ export class PgBossJobQueue implements JobQueue {
 
   constructor(options: PgBossJobQueueOptions) {
     this.#logger = options.logger.child({ component: 'job-queue' });
+    this.#withLogContext = options.withLogContext ?? ((_fields, work) => work());
     this.#options = {
       pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5,
       // 4 handlers at once per process: each holds a thread-lock connection for its run.
@@ -168,7 +173,7 @@ export class PgBossJobQueue implements JobQueue {
         Promise.all(
           jobs.map(async (job): Promise<JobResult> => {
             try {
-              await handler(toDueJob(queue, job));
+              await this.#withLogContext({ jobId: job.id, queue }, () => handler(toDueJob(queue, job)));
               return { id: job.id, status: 'completed' };
             } catch (error) {
               this.#logger.warn({ err: error, jobId: job.id, queue, key: job.singletonKey, attempt: job.retryCount + 1 }, 'job failed; pg-boss retries it with backoff');

@@ -3,7 +3,12 @@ import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager
 import { AIMessage, AIMessageChunk, HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import { textOf } from '../../domain/message-content.js';
+import { MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN } from '../../domain/recalled-memories.js';
 import { isAutonomousTriggerType, isSynthetic, type AutonomousTriggerType } from '../../domain/message-metadata.js';
+import { SUMMARY_REQUEST_MARKER } from '../../domain/context/conversation-summary.js';
+
+/** How many of the person's recent sayings the demo summary keeps (it must stay bounded). */
+const DEMO_SUMMARY_QUOTES = 8;
 
 /** The label every demo reply carries, in its response metadata and in the API. */
 export const DEMO_MODEL_NAME = 'vigil-demo';
@@ -43,6 +48,10 @@ export class DemoChatModel extends BaseChatModel {
 
   /** The reply text for a conversation: pure function of the messages. */
   static replyFor(messages: readonly BaseMessage[]): string {
+    const first = messages[0];
+    if (first?.getType() === 'system' && textOf(first.content).startsWith(SUMMARY_REQUEST_MARKER)) {
+      return DemoChatModel.summaryFor(textOf(messages.at(-1)?.content));
+    }
     const lastHuman = [...messages].reverse().find((message) => HumanMessage.isInstance(message));
     if (!lastHuman) return '[demo model] Hello! No model is configured, so this is the offline demo model talking.';
     const kwargs = lastHuman.additional_kwargs;
@@ -50,11 +59,26 @@ export class DemoChatModel extends BaseChatModel {
     const text = textOf(lastHuman.content).replace(/\s+/g, ' ').trim();
     const quoted = text.length > 200 ? `${text.slice(0, 199)}…` : text;
     const system = messages.find((message) => message.getType() === 'system');
-    // Count the bullets of the memory section only: the run context rule has bullets too.
-    const memories = system ? (/long-term memory\):\n((?:- .*(?:\n|$))*)/.exec(textOf(system.content))?.[1] ?? '') : '';
-    const recalled = (memories.match(/^- /gm) ?? []).length;
+    // One quoted memory a line inside the recalled-memories data block.
+    const recalled = system ? recalledMemoryCount(textOf(system.content)) : 0;
     const memoryNote = recalled > 0 ? ` I recalled ${recalled} related memor${recalled === 1 ? 'y' : 'ies'}.` : '';
     return `[demo model] You said: "${quoted}".${memoryNote} Configure VIGIL_MODEL for real answers. Anything else?`;
+  }
+
+  /**
+   * A deterministic conversation summary (so context folding is testable offline): how
+   * many lines have been folded so far, and the person's most recent words, bounded.
+   * It reads only the summary request's quoted previous summary and new messages.
+   */
+  static summaryFor(request: string): string {
+    const previous = /<summary_so_far>\n([\s\S]*?)\n?<\/summary_so_far>/.exec(request)?.[1] ?? '';
+    const lines = (/<new_messages>\n([\s\S]*?)\n?<\/new_messages>/.exec(request)?.[1] ?? '').split('\n').filter(Boolean);
+    const before = /^\[demo summary\] (\d+) messages folded\./.exec(previous);
+    const count = Number(before?.[1] ?? 0) + lines.length;
+    const earlier = /The person said: (.*)$/.exec(previous)?.[1]?.split(' | ').filter(Boolean) ?? [];
+    const said = lines.filter((line) => line.startsWith('person: ')).map((line) => `"${line.slice(8, 68).replace(/["|]/g, "'")}"`);
+    const kept = [...earlier, ...said].slice(-DEMO_SUMMARY_QUOTES);
+    return `[demo summary] ${count} messages folded.${kept.length > 0 ? ` The person said: ${kept.join(' | ')}` : ''}`;
   }
 
   override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
@@ -98,4 +122,11 @@ function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<v
       reject(signal.reason ?? new Error('aborted'));
     }, { once: true });
   });
+}
+
+function recalledMemoryCount(systemText: string): number {
+  const start = systemText.indexOf(MEMORY_BLOCK_OPEN);
+  const end = systemText.indexOf(MEMORY_BLOCK_CLOSE, start);
+  if (start < 0 || end < 0) return 0;
+  return systemText.slice(start + MEMORY_BLOCK_OPEN.length, end).split('\n').filter((line) => line.trim()).length;
 }

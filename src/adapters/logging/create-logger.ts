@@ -5,21 +5,47 @@ export type LogContextRunner = <T>(fields: Record<string, string>, work: () => T
 
 export interface LoggerBundle {
   logger: Logger;
-  /** Run work with extra fields (request id, …) on every log line it writes. */
+  /** Run work in its own log context: these fields (request id, job id, …) and no others on every line it writes. */
   withLogContext: LogContextRunner;
 }
 
 /**
- * pino JSON logs. Request, thread and run ids travel in an AsyncLocalStorage so that log
- * lines written deep in the app layer carry the id of the request that caused them.
+ * pino JSON logs. Request, run and job ids travel in an AsyncLocalStorage so that log
+ * lines written deep in the app layer carry the id of the unit of work that caused them.
+ *
+ * Two rules keep a line about one unit of work only:
+ * - `withLogContext` starts a fresh context with exactly the given fields: a job that a
+ *   request happened to schedule, or a run a job started, does not inherit the ids of
+ *   whatever ran before it (they used to be spread into every later context).
+ * - No key is written twice in a line. pino writes a child logger's bindings, the
+ *   mixin's fields and the call's own fields one after another, so the same key could
+ *   appear two or three times (JSON.parse keeps the last, a log shipper may keep the
+ *   first). The context's fields are left out when the logger or the call already names
+ *   them, and the call's fields when the logger's bindings do (the bound value is the
+ *   one the child logger was made for).
  */
 export function createLogger(level: string, destination?: DestinationStream): LoggerBundle {
-  const context = new AsyncLocalStorage<Record<string, string>>();
+  const context = new AsyncLocalStorage<Readonly<Record<string, string>>>();
+  // The keys the logger of the line being written has bound: the mixin reads them, the
+  // merge strategy (called right after it, synchronously, for the same line) uses them.
+  let boundKeys: ReadonlySet<string> = new Set();
   const logger = pino(
     {
       level,
       base: { service: 'vigil' },
-      mixin: () => context.getStore() ?? {},
+      mixin: (mergeObject, _level, instance) => {
+        boundKeys = boundKeysOf(instance);
+        const store = context.getStore();
+        if (!store) return {};
+        const fields: Record<string, string> = {};
+        for (const [key, value] of Object.entries(store)) if (!boundKeys.has(key) && !Object.hasOwn(mergeObject, key)) fields[key] = value;
+        return fields;
+      },
+      mixinMergeStrategy: (mergeObject, mixinObject) => {
+        const merged = mixinObject as Record<string, unknown>;
+        for (const [key, value] of Object.entries(mergeObject)) if (!boundKeys.has(key)) merged[key] = value;
+        return merged;
+      },
       serializers: {
         err: stdSerializers.err,
         req: (request: { method?: string; url?: string; ip?: string }) => ({
@@ -34,6 +60,18 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     destination,
   );
-  const withLogContext: LogContextRunner = (fields, work) => context.run({ ...context.getStore(), ...fields }, work);
+  const withLogContext: LogContextRunner = (fields, work) => context.run(Object.freeze({ ...fields }), work);
   return { logger, withLogContext };
+}
+
+// Bindings are fixed when a child is made, so each logger's keys are read once.
+const boundKeysCache = new WeakMap<object, ReadonlySet<string>>();
+
+function boundKeysOf(instance: Logger): ReadonlySet<string> {
+  let keys = boundKeysCache.get(instance);
+  if (!keys) {
+    keys = new Set(Object.keys(instance.bindings()));
+    boundKeysCache.set(instance, keys);
+  }
+  return keys;
 }

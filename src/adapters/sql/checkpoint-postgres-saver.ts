@@ -21,6 +21,8 @@ import type pg from 'pg';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { checkpointStatements, checkpointTables, type CheckpointStatements } from './checkpoint-postgres-sql.js';
 import { CheckpointValueCodec, asJsonb, detach } from './checkpoint-values.js';
+import { MessageLog, type MessageLogLimits } from './message-log.js';
+import { PostgresMessageLogStore, postgresMessageLogDdl } from './message-log-postgres.js';
 
 type BlobTriple = [Uint8Array, Uint8Array, Uint8Array];
 type WriteQuad = [Uint8Array, Uint8Array, Uint8Array, Uint8Array];
@@ -78,6 +80,8 @@ export interface CachingPostgresSaverOptions {
   schema: string;
   /** Cache bounds (defaults: DEFAULT_CHECKPOINT_CACHE_LIMITS); `maxThreads: 0` turns it off. */
   cache?: Partial<CheckpointCacheLimits>;
+  /** What the message log keeps loaded (see message-log.ts); `maxThreads: 0` keeps nothing. */
+  messageLog?: Partial<MessageLogLimits>;
 }
 
 const decoder = new TextDecoder();
@@ -87,6 +91,8 @@ export class CachingPostgresSaver extends PostgresSaver {
   readonly #sql: CheckpointStatements;
   readonly #cache: CheckpointCache<PostgresEntry>;
   readonly #codec: CheckpointValueCodec;
+  readonly #logTable: string;
+  readonly #log: MessageLog;
 
   constructor(pool: pg.Pool, options: CachingPostgresSaverOptions) {
     super(pool, undefined, { schema: options.schema });
@@ -94,6 +100,15 @@ export class CachingPostgresSaver extends PostgresSaver {
     this.#sql = checkpointStatements(checkpointTables(options.schema));
     this.#cache = new CheckpointCache(options.cache);
     this.#codec = new CheckpointValueCodec(this.serde);
+    // Quoted as checkpointTables quotes the saver's own tables.
+    this.#logTable = `"${options.schema}".checkpoint_messages`;
+    this.#log = new MessageLog(new PostgresMessageLogStore(pool, this.#logTable), this.serde, options.messageLog);
+  }
+
+  /** PostgresSaver's tables and migrations, then the message log's table. */
+  override async setup(): Promise<void> {
+    await super.setup();
+    for (const statement of postgresMessageLogDdl(this.#logTable)) await this.#pool.query(statement);
   }
 
   cacheStats(): CheckpointCacheStats {
@@ -127,7 +142,7 @@ export class CachingPostgresSaver extends PostgresSaver {
         checkpoint: detach(usable.checkpoint),
         metadata: detach(usable.metadata),
         parentConfig: row.parent_checkpoint_id ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: row.parent_checkpoint_id } } : undefined,
-        pendingWrites: await this._loadWrites(row.pending_writes as WriteQuad[]),
+        pendingWrites: await this.#pendingWrites(String(thread_id), String(checkpoint_ns), row.pending_writes as WriteQuad[], false),
       };
     }
     if (address !== undefined) {
@@ -142,12 +157,13 @@ export class CachingPostgresSaver extends PostgresSaver {
       if (sendsRow != null) await this._migratePendingSends(sendsRow.pending_sends, row as { channel_values: BlobTriple[]; checkpoint: StoredCheckpoint });
     }
     const checkpoint = await this._loadCheckpoint(row.checkpoint, row.channel_values as BlobTriple[]);
+    checkpoint.channel_values = await this.#log.fromStored(String(thread_id), String(checkpoint_ns), checkpoint.channel_values, { fresh: !useCache });
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id, checkpoint_ns, checkpoint_id: row.checkpoint_id } },
       checkpoint,
       metadata: (await this._loadMetadata(row.metadata)) as CheckpointMetadata,
       parentConfig: row.parent_checkpoint_id ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: row.parent_checkpoint_id } } : undefined,
-      pendingWrites: await this._loadWrites(row.pending_writes as WriteQuad[]),
+      pendingWrites: await this.#pendingWrites(String(thread_id), String(checkpoint_ns), row.pending_writes as WriteQuad[], !useCache),
     };
     // Only the latest is kept: an older checkpoint read by id must not displace it.
     if (address !== undefined && address.checkpointId === undefined && checkpoint.v >= 4) {
@@ -180,14 +196,16 @@ export class CachingPostgresSaver extends PostgresSaver {
       }
     }
     for (const value of rows) {
+      const checkpoint = await this._loadCheckpoint(value.checkpoint, value.channel_values as BlobTriple[]);
+      checkpoint.channel_values = await this.#log.fromStored(value.thread_id, value.checkpoint_ns, checkpoint.channel_values);
       yield {
         config: { configurable: { thread_id: value.thread_id, checkpoint_ns: value.checkpoint_ns, checkpoint_id: value.checkpoint_id } },
-        checkpoint: await this._loadCheckpoint(value.checkpoint, value.channel_values as BlobTriple[]),
+        checkpoint,
         metadata: (await this._loadMetadata(value.metadata)) as CheckpointMetadata,
         parentConfig: value.parent_checkpoint_id
           ? { configurable: { thread_id: value.thread_id, checkpoint_ns: value.checkpoint_ns, checkpoint_id: value.parent_checkpoint_id } }
           : undefined,
-        pendingWrites: await this._loadWrites(value.pending_writes as WriteQuad[]),
+        pendingWrites: await this.#pendingWrites(value.thread_id, value.checkpoint_ns, value.pending_writes as WriteQuad[], false),
       };
     }
   }
@@ -198,14 +216,18 @@ export class CachingPostgresSaver extends PostgresSaver {
     const { thread_id, checkpoint_ns = '', checkpoint_id } = config.configurable as Record<string, string | undefined> & { thread_id: string };
     const nextConfig = { configurable: { thread_id, checkpoint_ns, checkpoint_id: checkpoint.id } };
     const serializedCheckpoint = this._dumpCheckpoint(checkpoint);
-    const dumping = Promise.all([this._dumpBlobs(thread_id, checkpoint_ns, checkpoint.channel_values, newVersions), this._dumpMetadata(metadata)]);
-    // Right after the saver serialised the values (synchronously, above), so both see
-    // the same values even if the graph moves on while this awaits.
+    // Started before anything awaits, so the cache entry and the stored values are the
+    // values of this call even if the graph moves on meanwhile.
     const address = cacheAddress({ thread_id, checkpoint_ns });
     const derivation = address !== undefined && this.#cache.enabled && this.#codec.derivesWrites ? this.#startDerivation(checkpoint, newVersions, address) : undefined;
-    const [serializedBlobs, serializedMetadata] = await dumping;
+    const values = { ...checkpoint.channel_values };
+    const metadataDump = this._dumpMetadata(metadata);
+    metadataDump.catch(() => undefined);
+    // Message lists go to the thread's message log; the blob holds a reference (see message-log.ts).
+    const stored = await this.#log.toStored(String(thread_id), checkpoint_ns, values, Object.keys(newVersions));
+    const [serializedBlobs, serializedMetadata] = await Promise.all([this._dumpBlobs(thread_id, checkpoint_ns, stored, newVersions), metadataDump]);
     const inserted = new Set<string>();
-    let stored: { parent_checkpoint_id: string | null; digest: string } | undefined;
+    let row: { parent_checkpoint_id: string | null; digest: string } | undefined;
     const client = await this.#pool.connect();
     try {
       await client.query('BEGIN');
@@ -221,7 +243,7 @@ export class CachingPostgresSaver extends PostgresSaver {
         serializedCheckpoint,
         serializedMetadata,
       ]);
-      stored = result.rows[0];
+      row = result.rows[0];
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK');
@@ -229,11 +251,11 @@ export class CachingPostgresSaver extends PostgresSaver {
     } finally {
       client.release();
     }
-    if (derivation !== undefined && address !== undefined && stored !== undefined) {
+    if (derivation !== undefined && address !== undefined && row !== undefined) {
       // A checkpoint the cache cannot describe exactly is simply not cached; the write
       // itself has succeeded either way.
       const entry = await derivation
-        .finish({ serializedCheckpoint, serializedMetadata, serializedBlobs, inserted, stored })
+        .finish({ serializedCheckpoint, serializedMetadata, serializedBlobs, inserted, stored: row })
         .catch(() => undefined);
       if (entry !== undefined) this.#cache.remember(entry);
       else this.#cache.forget(address.threadId, address.checkpointNs);
@@ -241,11 +263,26 @@ export class CachingPostgresSaver extends PostgresSaver {
     return nextConfig;
   }
 
+  /** PostgresSaver's writes, with messages the message log holds in place of their references. */
+  async #pendingWrites(threadId: string, checkpointNs: string, writes: WriteQuad[], fresh: boolean): Promise<[string, string, unknown][]> {
+    const loaded = await this._loadWrites(writes);
+    const values = await this.#log.fromStoredWrites(threadId, checkpointNs, loaded.map((write) => write[2]), { fresh });
+    return loaded.map(([taskId, channel], index) => [taskId, channel, values[index]]);
+  }
+
+  /** PostgresSaver.putWrites serialises through this: messages go to the message log first. */
+  protected override async _dumpWrites(threadId: string, checkpointNs: string, checkpointId: string, taskId: string, writes: [string, unknown][]) {
+    const values = await this.#log.toStoredWrites(String(threadId), checkpointNs ?? '', writes.map((write) => write[1]));
+    return super._dumpWrites(threadId, checkpointNs, checkpointId, taskId, writes.map(([channel], index) => [channel, values[index]] as [string, unknown]));
+  }
+
   override async deleteThread(threadId: string): Promise<void> {
     try {
       await super.deleteThread(threadId);
+      await this.#pool.query(`DELETE FROM ${this.#logTable} WHERE thread_id = $1`, [threadId]);
     } finally {
       this.#cache.forgetThread(String(threadId));
+      this.#log.forgetThread(String(threadId));
     }
   }
 

@@ -1,5 +1,5 @@
 /**
- * LangGraph's SqliteSaver on the same better-sqlite3 connection as Kysely, with its
+ * LangGraph's SqliteSaver (ported to node:sqlite, see checkpoint-sqlite-base.ts) on the same connection as Kysely, with its
  * writes held back while one of our transactions is open, and a per-thread cache of the
  * latest checkpoint.
  *
@@ -17,13 +17,16 @@
  * (id, parent, stored sizes, and the pending writes a read must return anyway) confirms
  * the stored checkpoint is still that one. Everything else is SqliteSaver's own code.
  */
-import type { Database, Statement } from 'better-sqlite3';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { copyCheckpoint, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import type { AsyncMutex } from './async-mutex.js';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { CheckpointValueCodec, detach } from './checkpoint-values.js';
+import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
+import { MessageLog, type MessageLogLimits } from './message-log.js';
+import { SQLITE_MESSAGE_LOG_DDL, SqliteMessageLogStore } from './message-log-sqlite.js';
+import { inSyncTransaction } from './node-sqlite.js';
 
 interface SqliteEntry extends CachedCheckpoint {
   /** Stored lengths of the row's documents: a rewrite of the same id would change them. */
@@ -46,46 +49,26 @@ interface SizeRow {
   metadata_bytes: number;
 }
 
-interface StoredWrite {
-  task_id: string;
-  channel: string;
-  type: string | null;
-  value: string | null;
-}
-
-/** SqliteSaver's pending-writes subquery, verbatim, so a cached read returns them in the same order. */
-const PENDING_WRITES = `(
-      SELECT
-        json_group_array(
-          json_object(
-            'task_id', pw.task_id,
-            'channel', pw.channel,
-            'type', pw.type,
-            'value', CAST(pw.value AS TEXT)
-          )
-        )
-      FROM writes as pw
-      WHERE pw.thread_id = checkpoints.thread_id
-        AND pw.checkpoint_ns = checkpoints.checkpoint_ns
-        AND pw.checkpoint_id = checkpoints.checkpoint_id
-    ) as pending_writes`;
 
 const PROBE_COLUMNS = `thread_id, checkpoint_id, parent_checkpoint_id,
-  length(checkpoint) AS checkpoint_bytes, length(metadata) AS metadata_bytes, ${PENDING_WRITES}`;
+  length(checkpoint) AS checkpoint_bytes, length(metadata) AS metadata_bytes, ${PENDING_WRITES_COLUMN}`;
 
-export class GatedSqliteSaver extends SqliteSaver {
+export class GatedSqliteSaver extends NodeSqliteSaver {
   readonly #gate: AsyncMutex;
   readonly #cache: CheckpointCache<SqliteEntry>;
   readonly #codec: CheckpointValueCodec;
-  #probeLatest: Statement | undefined;
-  #probeById: Statement | undefined;
-  #sizes: Statement | undefined;
+  #probeLatest: StatementSync | undefined;
+  #probeById: StatementSync | undefined;
+  #sizes: StatementSync | undefined;
+  #log: MessageLog | undefined;
+  readonly #logLimits: Partial<MessageLogLimits> | undefined;
 
-  constructor(db: Database, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits> } = {}) {
+  constructor(db: DatabaseSync, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits>; messageLog?: Partial<MessageLogLimits> } = {}) {
     super(db);
     this.#gate = gate;
     this.#cache = new CheckpointCache(options.cache);
     this.#codec = new CheckpointValueCodec(this.serde);
+    this.#logLimits = options.messageLog;
   }
 
   /**
@@ -94,6 +77,8 @@ export class GatedSqliteSaver extends SqliteSaver {
    */
   prepare(): void {
     this.setup();
+    for (const statement of SQLITE_MESSAGE_LOG_DDL) this.db.exec(statement);
+    this.#log = new MessageLog(new SqliteMessageLogStore(this.db), this.serde, this.#logLimits);
     this.#probeLatest = this.db.prepare(`SELECT ${PROBE_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`);
     this.#probeById = this.db.prepare(`SELECT ${PROBE_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`);
     this.#sizes = this.db.prepare(
@@ -108,7 +93,7 @@ export class GatedSqliteSaver extends SqliteSaver {
 
   /** getTuple straight from the table, neither using nor filling the cache (for checks of what is stored). */
   getTupleFromStorage(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    return super.getTuple(config);
+    return this.readTuple(config, true);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -169,10 +154,31 @@ export class GatedSqliteSaver extends SqliteSaver {
     return this.#gate.run(async () => {
       try {
         await super.deleteThread(threadId);
+        if (this.#log !== undefined) inSyncTransaction(this.db, () => this.db.prepare('DELETE FROM checkpoint_messages WHERE thread_id = ?').run(threadId));
       } finally {
         this.#cache.forgetThread(String(threadId));
+        this.#log?.forgetThread(String(threadId));
       }
     });
+  }
+
+  /** Message lists go to the thread's message log; the checkpoint keeps a reference (see message-log.ts). */
+  protected override async prepareForStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint): Promise<Checkpoint> {
+    if (this.#log === undefined) return checkpoint;
+    return { ...checkpoint, channel_values: await this.#log.toStored(String(threadId), checkpointNs, checkpoint.channel_values) };
+  }
+
+  protected override async prepareWritesForStorage(threadId: string, checkpointNs: string, values: unknown[]): Promise<unknown[]> {
+    return this.#log === undefined ? values : this.#log.toStoredWrites(threadId, checkpointNs, values);
+  }
+
+  protected override async restoreWritesFromStorage(threadId: string, checkpointNs: string, values: unknown[], fresh: boolean): Promise<unknown[]> {
+    return this.#log === undefined ? values : this.#log.fromStoredWrites(threadId, checkpointNs, values, { fresh });
+  }
+
+  protected override async restoreFromStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint, fresh: boolean): Promise<Checkpoint> {
+    if (this.#log === undefined) return checkpoint;
+    return { ...checkpoint, channel_values: await this.#log.fromStored(String(threadId), checkpointNs, checkpoint.channel_values ?? {}, { fresh }) };
   }
 
   /** What SqliteSaver.getTuple builds from its row, with the checkpoint and metadata from the cache. */
@@ -186,11 +192,7 @@ export class GatedSqliteSaver extends SqliteSaver {
     const finalConfig: RunnableConfig = address.checkpointId
       ? config
       : { configurable: { thread_id: probe.thread_id, checkpoint_ns: checkpointNs, checkpoint_id: probe.checkpoint_id } };
-    const pendingWrites = await Promise.all(
-      (JSON.parse(probe.pending_writes) as StoredWrite[]).map(
-        async (write) => [write.task_id, write.channel, await this.serde.loadsTyped(write.type ?? 'json', write.value ?? '')] as [string, string, unknown],
-      ),
-    );
+    const pendingWrites = await this.loadPendingWrites(probe.pending_writes, probe.thread_id, checkpointNs, false);
     return {
       checkpoint: detach(entry.checkpoint),
       config: finalConfig,

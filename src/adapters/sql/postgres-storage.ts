@@ -5,6 +5,7 @@ import { VigilError } from '../../domain/errors.js';
 import type { CheckpointCacheLimits } from './checkpoint-cache.js';
 import { CachingPostgresSaver } from './checkpoint-postgres-saver.js';
 import type { Database, SqlContext } from './database.js';
+import type { MessageLogLimits } from './message-log.js';
 import { migrate } from './migrator.js';
 import { SqlStorage } from './sql-storage.js';
 
@@ -37,6 +38,8 @@ export async function openPostgresStorage(options: {
   schema?: string | undefined;
   logger: Logger;
   checkpointCache?: Partial<CheckpointCacheLimits>;
+  /** What the message log keeps loaded (see message-log.ts); `maxThreads: 0` keeps nothing. */
+  messageLog?: Partial<MessageLogLimits>;
 }): Promise<SqlStorage> {
   const schema = options.schema ?? 'public';
   if (!SCHEMA_NAME.test(schema)) {
@@ -58,7 +61,7 @@ export async function openPostgresStorage(options: {
   // What PostgresSaver.fromConnString does, but with a pool we can watch for errors.
   const saverPool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: SAVER_POOL_SIZE, idleTimeoutMillis: 5_000 });
   watch(saverPool, options.logger, 'checkpoints');
-  const checkpointer = new CachingPostgresSaver(saverPool, { schema, cache: options.checkpointCache });
+  const checkpointer = new CachingPostgresSaver(saverPool, { schema, cache: options.checkpointCache, messageLog: options.messageLog });
   const release = async (): Promise<void> => {
     await Promise.all([db.destroy(), checkpointer.end()]);
   };

@@ -1,36 +1,37 @@
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Logger } from 'pino';
 import { AsyncMutex } from './async-mutex.js';
 import type { CheckpointCacheLimits } from './checkpoint-cache.js';
 import type { Database, SqlContext } from './database.js';
 import { GatedSqliteSaver } from './gated-sqlite-saver.js';
+import type { MessageLogLimits } from './message-log.js';
 import { migrate } from './migrator.js';
+import { kyselySqliteDatabase, openNodeSqlite } from './node-sqlite.js';
 import { SqlStorage } from './sql-storage.js';
-
-/** How long a write waits for another process's lock before failing with SQLITE_BUSY. */
-const BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * App tables and LangGraph checkpoints in one SQLite file (or ':memory:'), on one
- * better-sqlite3 connection shared by Kysely and the SqliteSaver.
+ * node:sqlite connection shared by Kysely and the checkpoint saver.
  */
-export async function openSqliteStorage(options: { file: string; logger: Logger; checkpointCache?: Partial<CheckpointCacheLimits> }): Promise<SqlStorage> {
-  const database = new BetterSqlite3(options.file);
+export async function openSqliteStorage(options: {
+  file: string;
+  logger: Logger;
+  checkpointCache?: Partial<CheckpointCacheLimits>;
+  /** What the message log keeps loaded (see message-log.ts); `maxThreads: 0` keeps nothing. */
+  messageLog?: Partial<MessageLogLimits>;
+}): Promise<SqlStorage> {
+  const database = openNodeSqlite(options.file);
   let db: Kysely<Database> | undefined;
   try {
-    database.pragma('journal_mode = WAL');
-    database.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    database.pragma('foreign_keys = ON');
-    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselySqliteDatabase(database) }) });
     db = kysely;
     await migrate(kysely, { dialect: 'sqlite', logger: options.logger });
     // Refresh planner statistics where stale (SQLite's advice for a new connection):
     // without them SQLite pages the visible-only history by scanning the primary key.
-    database.pragma('optimize=0x10002');
+    database.exec('PRAGMA optimize=0x10002');
 
     const gate = new AsyncMutex();
-    const checkpointer = new GatedSqliteSaver(database, gate, { cache: options.checkpointCache });
+    const checkpointer = new GatedSqliteSaver(database, gate, { cache: options.checkpointCache, messageLog: options.messageLog });
     checkpointer.prepare();
     const context: SqlContext = {
       db: kysely,
@@ -43,7 +44,7 @@ export async function openSqliteStorage(options: { file: string; logger: Logger;
       // (SQLite's advice before closing). Kysely's driver closes the connection, which
       // is also the saver's.
       await gate.run(async () => {
-        database.pragma('optimize');
+        database.exec('PRAGMA optimize');
       }).catch((error: unknown) => options.logger.warn({ err: error }, 'SQLite optimize before close failed'));
       await kysely.destroy();
     };

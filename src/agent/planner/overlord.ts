@@ -9,6 +9,7 @@ import { plannerSettingsOf, type OverlordSettings } from '../../domain/planner/p
 import type { HeartbeatContext } from '../../domain/planner/planner-state.js';
 import { standaloneDecisionMessages } from './planner-prompts.js';
 import { decide } from './structured-decision.js';
+import type { ContextWindow } from '../context/context-window.js';
 
 export const OVERLORD_QUEUE = 'overlord';
 
@@ -32,6 +33,8 @@ export interface OverlordDependencies {
   runs: Pick<RunRepository, 'listByThread'>;
   models: ChatModelResolver;
   defaultModel: string;
+  /** Bounds the decision's input to the agent's context budget (I14). */
+  context?: ContextWindow;
   /** Start the heartbeat run that resumes the plan (declined when the thread is busy, I8). */
   runHeartbeat: (plan: PlanRecord, heartbeat: { context: HeartbeatContext; reason: string }) => Promise<RunOutcome | RunDeclined>;
   /** A run in flight on the thread in this process. */
@@ -122,19 +125,16 @@ export class Overlord implements PlanHeartbeats {
     // ---- the model decides, within the wake's budget ----
     const heartbeatContext: HeartbeatContext = { idleTime, lastActivity: activity.kind, priority: plan.priority };
     const remaining = plan.milestones.filter((milestone) => milestone.status !== 'completed').map((milestone) => milestone.title);
-    const model = this.deps.models(agent.model ?? this.deps.defaultModel);
-    const answer = await decide(
-      model,
-      overlordDecision,
-      'overlord_decision',
-      standaloneDecisionMessages('overlord', agent.systemPrompt, {
-        now: now.toISOString(),
-        heartbeatContext,
-        plan: { goal: plan.goal ?? plan.request, status: plan.status, stopReason: plan.reason, remainingMilestones: remaining, wakesSoFar: wakes },
-        bounds: { earliestNextCheckAt: iso(now.getTime() + settings.minDelayMs), latestNextCheckAt: iso(now.getTime() + settings.maxDelayMs) },
-      }),
-      { retries: 1, maxTokens: settings.wakeMaxTokens },
-    );
+    const modelSpec = agent.model ?? this.deps.defaultModel;
+    const model = this.deps.models(modelSpec);
+    const messages = standaloneDecisionMessages('overlord', agent.systemPrompt, {
+      now: now.toISOString(),
+      heartbeatContext,
+      plan: { goal: plan.goal ?? plan.request, status: plan.status, stopReason: plan.reason, remainingMilestones: remaining, wakesSoFar: wakes },
+      bounds: { earliestNextCheckAt: iso(now.getTime() + settings.minDelayMs), latestNextCheckAt: iso(now.getTime() + settings.maxDelayMs) },
+    });
+    const bounded = this.deps.context ? await this.deps.context.bound(messages, { userId: agent.userId, agentId: agent.id, model: modelSpec }) : messages;
+    const answer = await decide(model, overlordDecision, 'overlord_decision', bounded, { retries: 1, maxTokens: settings.wakeMaxTokens });
     const counted = { wakes: wakes + 1 };
     if (!answer.ok) {
       const next = await this.reschedule(payload, plan, now.getTime() + settings.checkAfterMs, { ...counted, lastDecision: 'wait', lastReason: `no valid decision: ${answer.error}` });

@@ -1,5 +1,7 @@
-import { Annotation, messagesStateReducer } from '@langchain/langgraph';
+import { Annotation } from '@langchain/langgraph';
+import { vigilMessagesReducer } from '../message-identity.js';
 import type { BaseMessage } from '@langchain/core/messages';
+import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import { emptyPlannerMetadata, type PlannerMetadata } from '../../domain/planner/planner-state.js';
 
 export const NODES = {
@@ -21,11 +23,14 @@ export type PlannerNode = (typeof NODES)[keyof typeof NODES];
  * it changes; the reducer merges them.
  */
 export const PlannerState = Annotation.Root({
-  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  messages: Annotation<BaseMessage[]>({ reducer: vigilMessagesReducer, default: () => [] }),
   planner: Annotation<PlannerMetadata, Partial<PlannerMetadata>>({
     reducer: (previous, next) => ({ ...previous, ...next }),
     default: emptyPlannerMetadata,
   }),
+  /** The running conversation summary and what it covers (I14; see agent/context/context-window.ts). */
+  summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+  summaryCoverage: Annotation<SummaryCoverage | null>({ reducer: (_previous, next) => next, default: () => null }),
 });
 export type PlannerStateValue = typeof PlannerState.State;
-export type PlannerUpdate = { planner?: Partial<PlannerMetadata>; messages?: BaseMessage[] };
+export type PlannerUpdate = { planner?: Partial<PlannerMetadata>; messages?: BaseMessage[]; summary?: string; summaryCoverage?: SummaryCoverage };

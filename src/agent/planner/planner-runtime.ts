@@ -9,6 +9,10 @@ import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
+import { redact, redactString } from '../../domain/redaction.js';
+import type { BaseMessage } from '@langchain/core/messages';
+import { ContextWindow } from '../context/context-window.js';
+import { decisionMessages, type PlannerRole } from './planner-prompts.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
 
@@ -26,6 +30,8 @@ export interface PlannerGraphDependencies {
   clock: Clock;
   logger: Logger;
   memoryLimit?: number;
+  /** Fits the model calls that read the conversation into the agent's context budget (I14). */
+  context?: ContextWindow;
 }
 
 /** What one node call knows about its run. */
@@ -56,7 +62,11 @@ export class PlannerRuntime {
    */
   readonly inWork = new Map<string, PlanInWork>();
 
-  constructor(readonly deps: PlannerGraphDependencies) {}
+  readonly context: ContextWindow;
+
+  constructor(readonly deps: PlannerGraphDependencies) {
+    this.context = deps.context ?? new ContextWindow({ models: deps.models, logger: deps.logger, clock: deps.clock, agents: deps.agents });
+  }
 
   scope(config: RunnableConfig): RunScope {
     const run = runSettingsOf(config);
@@ -72,6 +82,15 @@ export class PlannerRuntime {
       scope.log.error({ err: error, agentId: scope.run.agentId }, 'invalid planner settings; using the defaults');
       return plannerSettingsSchema.parse({});
     }
+  }
+
+  /**
+   * The messages of one planner decision, bounded to the agent's context budget (I14):
+   * a decision reads no thread history, but its JSON context (the request, evidence,
+   * results) can outgrow the budget; it is then cut, marked, to fit.
+   */
+  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>): Promise<BaseMessage[]> {
+    return this.context.bound(decisionMessages(role, scope.run, context), scope.run);
   }
 
   model(scope: RunScope) {
@@ -111,6 +130,9 @@ export class PlannerRuntime {
       const id = randomUUID();
       const startedAt = scope.now();
       const signature = toolCallSignature(call.tool, call.args);
+      // Arguments may carry credentials (an api_key, a bearer token): the tool gets them,
+      // but the record (served by the API) and the state keep them redacted like the envelope.
+      const storedArgs = redact(call.args) as Record<string, unknown>;
       const previous = toolCallSignatures[signature] ?? 0;
       let stop: Stop | null = null;
       if (toolCallCount + 1 > budgets.maxToolCalls) {
@@ -122,7 +144,7 @@ export class PlannerRuntime {
         };
       }
       if (stop) {
-        await this.deps.plans.recordToolCall({ id, ...where, runId: scope.run.runId, tool: call.tool, args: call.args, status: 'refused', output: null, error: stop.reason, startedAt, endedAt: scope.now() });
+        await this.deps.plans.recordToolCall({ id, ...where, runId: scope.run.runId, tool: call.tool, args: storedArgs, status: 'refused', output: null, error: stop.reason, startedAt, endedAt: scope.now() });
         scope.log.warn({ tool: call.tool, bound: stop.bound }, 'tool call refused by a bound');
         return { updates: { toolCallCount, toolCallSignatures, toolResults }, stop, outcomes };
       }
@@ -138,12 +160,15 @@ export class PlannerRuntime {
         ok = false;
         output = error instanceof Error ? error.message : String(error);
       }
+      // Results too (a server may echo a token): redacted before any cut, so a cut never
+      // leaves half a secret; the model, the record and the state all get this text.
+      output = redactString(output);
       await this.deps.plans.recordToolCall({
         id,
         ...where,
         runId: scope.run.runId,
         tool: call.tool,
-        args: call.args,
+        args: storedArgs,
         status: ok ? 'succeeded' : 'failed',
         output: ok ? output.slice(0, TOOL_OUTPUT_STORED_CHARS) : null,
         error: ok ? null : output.slice(0, 2000),

@@ -8,7 +8,7 @@ import type { Clock } from '../ports.js';
 import { runMetaOf } from '../run-meta.js';
 import { mapPayload } from './hook-payload.js';
 import type { SecretBox } from './hook-secret-box.js';
-import { checkTimestamp, deliveryIdSchema, newHookSecret, verifySignature, type DeliveryHeaders } from './hook-signature.js';
+import { newHookSecret, verifyDelivery, type DeliveryHeaders } from './hook-signature.js';
 import type { HookRecord, HookStore } from './hook-store.js';
 import { cut, parseTemplate, renderTemplate } from './hook-template.js';
 
@@ -102,12 +102,9 @@ export class HookService {
     const log = logger.child({ hookId });
 
     const secret = (await this.deps.secrets()).open(hook.secretCiphertext, hook.id);
-    verifySignature(secret, delivery.headers, delivery.rawBody);
     const now = clock.now();
-    checkTimestamp(delivery.headers.timestamp, now);
-    const deliveryIdResult = deliveryIdSchema.safeParse(delivery.headers.deliveryId);
-    if (!deliveryIdResult.success) throw new VigilError('VALIDATION_FAILED', 'X-Vigil-Delivery is missing or not 1 to 128 letters, digits or . _ : -');
-    const deliveryId = deliveryIdResult.data;
+    // The id is signed (Standard Webhooks): a captured request resent under a new id fails here.
+    const deliveryId = verifyDelivery(secret, delivery.headers, delivery.rawBody, now);
 
     let payload: unknown;
     try {
@@ -152,19 +149,31 @@ export class HookService {
       content: text,
       additional_kwargs: { synthetic: true, trigger_type: 'webhook', trigger_reason: `webhook delivery ${deliveryId}`, hook_id: hook.id, delivery_id: deliveryId },
     });
+    // The 202 promises the delivery's task is in the thread: answer once it is stored, not
+    // when the run is merely started, so a crash right after the answer loses nothing (the
+    // crash-safety e2e test lost such deliveries). The run itself goes on in the background.
+    let stored!: () => void;
+    const inputStored = new Promise<void>((resolve) => (stored = resolve));
     const running = conversations
-      .runTriggered(hook.userId, threadId, {
-        trigger: 'webhook',
-        input,
-        meta: { hook_id: hook.id, delivery_id: deliveryId, ...(meta.payload !== undefined ? { payload: meta.payload } : {}) },
-        correlationId: delivery.correlationId,
-        runId,
-      })
+      .runTriggered(
+        hook.userId,
+        threadId,
+        {
+          trigger: 'webhook',
+          input,
+          meta: { hook_id: hook.id, delivery_id: deliveryId, ...(meta.payload !== undefined ? { payload: meta.payload } : {}) },
+          correlationId: delivery.correlationId,
+          runId,
+        },
+        { onInputStored: stored },
+      )
       .then(
         () => undefined,
         (error: unknown) => log.error({ runId, deliveryId, code: isVigilError(error) ? error.code : 'INTERNAL', err: error }, 'webhook run could not start'),
       );
     this.track(running);
+    // A run that could not start (it logged why) settles `running` without storing anything.
+    await Promise.race([inputStored, running]);
     log.info({ deliveryId, runId, threadId }, 'webhook delivery accepted');
     return { runId, threadId, deliveryId };
   }

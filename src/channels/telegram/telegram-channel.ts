@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { HumanMessage } from '@langchain/core/messages';
+import { personMessage } from '../../agent/task-message.js';
 import { GrammyError, HttpError, type Bot } from 'grammy';
 import type { Logger } from 'pino';
 import type { AgentService } from '../../app/agent-service.js';
@@ -186,8 +186,9 @@ export class TelegramChannel {
       await store.forgetUpdate(this.botId, updateId).catch(() => undefined);
       return;
     }
-    // A person speaking: a real user message (no metadata), visible in history (I1).
-    const input = new HumanMessage({ id: randomUUID(), content: message.text ?? '' });
+    // A person speaking: a real user message, visible in history (I1); Telegram's message
+    // id is kept as metadata, never as the message's id (I13).
+    const input = personMessage(message.text ?? '', { clientMessageId: `telegram:${message.chat.id}:${message.message_id}` });
     log.info({ runId, threadId: chat.threadId }, 'telegram message starts a run');
     try {
       await conversations.runTriggered(this.options.userId, chat.threadId, { trigger: 'channel', input, meta, correlationId, runId });

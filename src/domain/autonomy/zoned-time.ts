@@ -60,18 +60,32 @@ export function offsetMs(instant: Date, timeZone: string): number {
 }
 
 /**
- * The instant a local wall time happens, disambiguated as Temporal's "compatible" mode
- * does: a time inside a spring-forward gap moves forward by the gap (02:30 becomes
- * 03:30), an ambiguous autumn time takes the earlier of its two instants.
+ * The instant a local wall time happens: vigil's one daylight-saving policy, used by
+ * quiet hours, follow-up timing and cron schedules alike (schedule-timing.ts resolves
+ * every cron match through here), documented in the README:
+ * - a wall time that does not exist (inside a spring-forward gap) is the first instant
+ *   after the gap — 02:30 on a 02:00→03:00 day is 03:00, as croner and cron do;
+ * - a wall time that occurs twice (fall back) is its first occurrence, and only that one.
  */
 export function instantOfLocal(local: Omit<LocalParts, 'second'> & { second?: number }, timeZone: string): Date {
   const wall = Date.UTC(local.year, local.month - 1, local.day, local.hour, local.minute, local.second ?? 0);
   // Offsets a day either side bracket any transition near this wall time.
-  const before = wall - offsetMs(new Date(wall - 86_400_000), timeZone);
-  const after = wall - offsetMs(new Date(wall + 86_400_000), timeZone);
-  const valid = [before, after].filter((candidate) => wallOf(candidate, timeZone) === wall);
+  const offsetBefore = offsetMs(new Date(wall - 86_400_000), timeZone);
+  const offsetAfter = offsetMs(new Date(wall + 86_400_000), timeZone);
+  const valid = [wall - offsetBefore, wall - offsetAfter].filter((candidate) => wallOf(candidate, timeZone) === wall);
   if (valid.length > 0) return new Date(Math.min(...valid));
-  return new Date(before); // a gap: the offset before it, which lands after it
+  return gapEnd(wall - offsetAfter, wall - offsetBefore, offsetAfter, timeZone);
+}
+
+// The first instant in (low, high] with the offset after a spring-forward gap: where the
+// gap ends. Binary search to the millisecond (about 22 offset lookups; gaps are rare).
+function gapEnd(low: number, high: number, offsetAfterGap: number, timeZone: string): Date {
+  while (high - low > 1) {
+    const middle = Math.floor((low + high) / 2);
+    if (offsetMs(new Date(middle), timeZone) === offsetAfterGap) high = middle;
+    else low = middle;
+  }
+  return new Date(high);
 }
 
 function wallOf(instant: number, timeZone: string): number {

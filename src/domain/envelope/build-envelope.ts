@@ -10,7 +10,11 @@ import { jsonStringBytes, jsonStringPrefix, utf8ByteLength } from './utf8.js';
  * runs first, then three stages, each tried only when the previous one is not enough:
  *   1. strings_cut   — long strings are cut, longest first, to a common fair share
  *   2. keys_dropped  — keys are dropped one at a time, least important first (DROP_ORDER)
- *   3. stub          — { trigger, correlation_id (if it fits), nonce, truncated: true }
+ *   3. stub          — { trigger, correlation_id (if it fits), truncated: true, truncated_fields (if it fits), nonce }
+ * Whenever anything was cut or dropped the envelope says so in its own body, just before
+ * the nonce: `"truncated": true` and `"truncated_fields"`, the top-level keys that lost
+ * something (bounded; past TRUNCATED_FIELDS_MAX_BYTES a `truncated_fields_more` count).
+ * These keys are the server's: a meta key with one of their names is left out.
  * Every change is measured on the serialised envelope (stage 2 by exact arithmetic per
  * dropped entry, confirmed by serialising), so the bound holds exactly, whatever JSON
  * escaping adds.
@@ -103,22 +107,52 @@ export function buildEnvelope(meta: Record<string, unknown>, options: BuildEnvel
   const trigger = redacted.trigger;
   if (typeof trigger !== 'string' || trigger.length === 0) throw new VigilError('INTERNAL', 'envelope meta must have a string trigger');
 
+  const full = orderedBody(redacted, nonce);
+  const fullJson = JSON.stringify({ [ENVELOPE_KEY]: full });
+  const fullBytes = utf8ByteLength(fullJson);
+  if (fullBytes <= maxBytes) return { json: fullJson, bytes: fullBytes, stage: 'full', dropped: [], cut: [], trigger, nonce };
+
+  // Something has to go, and the envelope must say so (`truncated: true` and which
+  // fields, as the system prompt promises the model). The notice takes room itself, so
+  // the cutting is done to a budget that leaves room for it; a notice larger than the
+  // room left (more fields went than guessed) shrinks the budget and the cut is redone
+  // on a fresh copy. The last try reserves the notice's largest possible size, so it
+  // always fits.
+  let reserve = truncationNoticeBytes([]);
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const last = attempt === 3;
+    if (last) reserve = TRUNCATION_NOTICE_MAX_BYTES;
+    const fitted = fitBody(structuredClone(redacted), nonce, maxBytes - reserve);
+    if (fitted === undefined) break;
+    const fields = truncatedFields(fitted.dropped, fitted.cut);
+    const json = JSON.stringify({ [ENVELOPE_KEY]: withNotice(fitted.body, fields) });
+    const bytes = utf8ByteLength(json);
+    if (bytes <= maxBytes) return { json, bytes, stage: fitted.stage, dropped: fitted.dropped, cut: fitted.cut, trigger, nonce };
+    reserve = Math.max(reserve + 1, truncationNoticeBytes(fields));
+  }
+
+  return buildStub(redacted, trigger, nonce, maxBytes);
+}
+
+interface FittedBody {
+  body: Record<string, unknown>;
+  stage: 'strings_cut' | 'keys_dropped';
+  dropped: string[];
+  cut: string[];
+}
+
+// Stages 1 and 2 to `budget` bytes; undefined when only the stub is left.
+function fitBody(redacted: Record<string, unknown>, nonce: string, budget: number): FittedBody | undefined {
   const body = orderedBody(redacted, nonce);
   const envelope = { [ENVELOPE_KEY]: body };
-  // The last serialisation and its size: what a stage returns when it fits.
-  let json = '';
   let bytes = 0;
   const measure = (): number => {
-    json = JSON.stringify(envelope);
-    bytes = utf8ByteLength(json);
+    bytes = utf8ByteLength(JSON.stringify(envelope));
     return bytes;
   };
-  const result = (stage: EnvelopeStage, dropped: string[], cut: string[]): Envelope => ({ json, bytes, stage, dropped, cut, trigger, nonce });
-
-  if (measure() <= maxBytes) return result('full', [], []);
-
-  const cut = cutStrings(body, maxBytes, bytes, measure);
-  if (measure() <= maxBytes) return result('strings_cut', [], cutPaths(cut));
+  measure();
+  const cut = cutStrings(body, budget, bytes, measure);
+  if (measure() <= budget) return { body, stage: 'strings_cut', dropped: [], cut: cutPaths(cut) };
 
   // Stage 2. Serialising a many-keyed object after every drop is quadratic (and slow on
   // objects V8 keeps as dictionaries), so each drop subtracts the exact bytes it removes
@@ -129,11 +163,70 @@ export function buildEnvelope(meta: Record<string, unknown>, options: BuildEnvel
     delete body[key];
     dropped.push(key);
     bytes -= entryBytes + 1;
-    if (bytes > maxBytes) continue;
-    if (measure() <= maxBytes) return result('keys_dropped', dropped, cutPaths(cut.filter((leaf) => Object.hasOwn(body, leaf.top))));
+    if (bytes > budget) continue;
+    if (measure() <= budget) return { body, stage: 'keys_dropped', dropped, cut: cutPaths(cut.filter((leaf) => Object.hasOwn(body, leaf.top))) };
   }
+  return undefined;
+}
 
-  return buildStub(redacted, trigger, nonce, maxBytes);
+/** Keys the server sets on a truncated envelope; a meta key of the same name is left out. */
+export const TRUNCATION_KEYS: readonly string[] = Object.freeze(['truncated', 'truncated_fields', 'truncated_fields_more']);
+/** The list of truncated fields is itself bounded; past it the envelope gives a count. */
+export const TRUNCATED_FIELDS_MAX_BYTES = 512;
+
+/**
+ * The top-level meta keys that lost something (a cut string inside, or dropped), in the
+ * order they went: cut ones first, then dropped ones. Top-level keys, not deep paths:
+ * the model needs to know which part of its context is incomplete, and the names stay
+ * short and bounded.
+ */
+function truncatedFields(dropped: readonly string[], cut: readonly string[]): string[] {
+  const fields: string[] = [];
+  for (const path of cut) {
+    const top = path.split('.')[0] ?? path;
+    if (!fields.includes(top)) fields.push(top);
+  }
+  for (const key of dropped) if (!fields.includes(key)) fields.push(key);
+  return fields;
+}
+
+interface TruncationNotice {
+  truncated: true;
+  truncated_fields: string[];
+  truncated_fields_more?: number;
+}
+
+function truncationNotice(fields: readonly string[]): TruncationNotice {
+  const listed: string[] = [];
+  let listBytes = 2; // the brackets
+  for (const field of fields) {
+    const entryBytes = jsonStringBytes(field) + 2 + (listed.length > 0 ? 1 : 0);
+    if (listBytes + entryBytes > TRUNCATED_FIELDS_MAX_BYTES) break;
+    listed.push(field);
+    listBytes += entryBytes;
+  }
+  const notice: TruncationNotice = { truncated: true, truncated_fields: listed };
+  if (listed.length < fields.length) notice.truncated_fields_more = fields.length - listed.length;
+  return notice;
+}
+
+// Bytes the notice adds to a body: its entries and their commas.
+function truncationNoticeBytes(fields: readonly string[]): number {
+  return utf8ByteLength(JSON.stringify(truncationNotice(fields))) - 2 + 1;
+}
+
+// The largest notice: a full list and a count of up to 15 digits.
+const TRUNCATION_NOTICE_MAX_BYTES =
+  utf8ByteLength(JSON.stringify({ truncated: true, truncated_fields: [], truncated_fields_more: Number.MAX_SAFE_INTEGER })) - 2 + 1 + TRUNCATED_FIELDS_MAX_BYTES;
+
+// The notice goes just before the nonce, which stays last.
+function withNotice(body: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const { nonce, ...rest } = body;
+  const noticed: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(rest)) setOwn(noticed, key, value);
+  Object.assign(noticed, truncationNotice(fields));
+  noticed.nonce = nonce;
+  return noticed;
 }
 
 // Protected keys first, the nonce last: the server's key is where a reader looks for it,
@@ -141,7 +234,9 @@ export function buildEnvelope(meta: Record<string, unknown>, options: BuildEnvel
 function orderedBody(meta: Record<string, unknown>, nonce: string): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const key of PROTECTED_KEYS) if (key !== 'nonce' && Object.hasOwn(meta, key)) body[key] = meta[key];
-  for (const [key, value] of Object.entries(meta)) if (!Object.hasOwn(body, key) && key !== 'nonce') setOwn(body, key, value);
+  for (const [key, value] of Object.entries(meta)) {
+    if (!Object.hasOwn(body, key) && key !== 'nonce' && !TRUNCATION_KEYS.includes(key)) setOwn(body, key, value);
+  }
   body.nonce = nonce;
   return body;
 }
@@ -267,15 +362,18 @@ function dropSequence(body: Record<string, unknown>): Array<{ key: string; entry
 
 function buildStub(meta: Record<string, unknown>, trigger: string, nonce: string, maxBytes: number): Envelope {
   const correlationId = meta.correlation_id;
+  const hasCorrelation = correlationId !== undefined && correlationId !== null;
+  const droppedFrom = (kept: Record<string, unknown>) => Object.keys(meta).filter((key) => !Object.hasOwn(kept, key) && !TRUNCATION_KEYS.includes(key));
+  // Most informative first: with the list of what went, then without it.
+  const cores: Array<Record<string, unknown>> = hasCorrelation ? [{ trigger, correlation_id: correlationId }, { trigger }] : [{ trigger }];
   const attempts: Array<Record<string, unknown>> = [];
-  if (correlationId !== undefined && correlationId !== null) attempts.push({ trigger, correlation_id: correlationId, nonce, truncated: true });
-  attempts.push({ trigger, nonce, truncated: true });
+  for (const core of cores) attempts.push({ ...core, ...truncationNotice(droppedFrom(core)), nonce });
+  for (const core of cores) attempts.push({ ...core, truncated: true, nonce });
   for (const stub of attempts) {
     const json = JSON.stringify({ [ENVELOPE_KEY]: stub });
     const bytes = utf8ByteLength(json);
     if (bytes > maxBytes) continue;
-    const dropped = Object.keys(meta).filter((key) => !Object.hasOwn(stub, key));
-    return { json, bytes, stage: 'stub', dropped, cut: [], trigger, nonce };
+    return { json, bytes, stage: 'stub', dropped: droppedFrom(stub), cut: [], trigger, nonce };
   }
   // Only a huge trigger or nonce, or a tiny limit, gets here: a caller's bug, not data.
   throw new VigilError('INTERNAL', `envelope stub does not fit in ${maxBytes} bytes`);

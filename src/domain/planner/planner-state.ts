@@ -56,6 +56,7 @@ export const stopBoundSchema = z.enum([
   'token_budget',
   'tool_call_budget',
   'identical_tool_calls',
+  'revision_cap',
   'malformed_output',
   'nothing_to_resume',
 ]);
@@ -81,7 +82,8 @@ export const plannerMetadataSchema = z.object({
   stop: z.object({ bound: stopBoundSchema, reason: z.string() }).nullable().default(null),
 
   // ---- memory and knowledge ----
-  memories: z.array(z.object({ content: z.string(), relevance_score: z.number().optional() })).default([]),
+  // id, created_at and found_by: provenance, shown to the model with the memory (data, not instructions).
+  memories: z.array(z.object({ content: z.string(), relevance_score: z.number().optional(), id: z.string().optional(), created_at: z.string().optional(), found_by: z.string().optional() })).default([]),
   knowledgePlan: z.object({ queries: z.array(knowledgeQuerySchema) }).nullable().default(null),
   knowledgeResults: z.array(knowledgeResultSchema).default([]),
 

@@ -46,6 +46,14 @@ export function checkVisit(meta: PlannerMetadata, node: string): VisitCheck {
   return { bookkeeping, stop: null };
 }
 
+/**
+ * A critic still asked for a revision at the cap. The plan was never approved, so it is
+ * stopped, not completed (the seed auto-approved here and reported success).
+ */
+export function revisionCapStop(level: 'tactical' | 'strategic', maxRevisions: number, criticReason: string): Stop {
+  return { bound: 'revision_cap', reason: `revision cap reached: the ${level} critic still asked for a revision after ${maxRevisions} (limit ${maxRevisions}): ${criticReason}` };
+}
+
 export function malformedStop(what: string, attempts: number, error: string): Stop {
   return { bound: 'malformed_output', reason: `the model gave no valid ${what} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${error}` };
 }

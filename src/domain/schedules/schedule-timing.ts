@@ -1,11 +1,17 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
+import { instantOfLocal, localParts } from '../autonomy/zoned-time.js';
 
 /**
- * When a schedule fires. A 5-field cron expression read in an IANA time zone (croner
- * handles daylight-saving changes: a time that does not exist that day fires at the
- * first existing minute after it, a time that occurs twice fires once), or a one-shot
- * instant.
+ * When a schedule fires. A 5-field cron expression read in an IANA time zone, or a
+ * one-shot instant.
+ *
+ * Daylight saving: croner only matches the expression against wall-clock times (it runs
+ * in UTC over "naive" local times, where no day has a gap or a repeat); each match is
+ * turned into an instant by zoned-time's instantOfLocal, the one policy quiet hours and
+ * follow-ups use too. So a time that does not exist that day fires at the first instant
+ * after the gap (several such times fire once), and a time that occurs twice fires once,
+ * at its first occurrence.
  */
 export const timeZoneSchema = z.string().min(1).max(64).refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin');
 
@@ -27,7 +33,29 @@ export function nextFireAfter(timing: ScheduleTiming, after: Date): Date | null 
     const at = new Date(timing.at);
     return at.getTime() > after.getTime() ? at : null;
   }
-  return new Cron(timing.cron, { timezone: timing.timezone, paused: true }).nextRun(after);
+  return nextCronFire(timing.cron, timing.timezone, after);
+}
+
+/** More matches than any expression has in the wall-clock hours a DST change repeats. */
+const MAX_MATCHES_PER_FIRE = 10_000;
+
+function nextCronFire(expression: string, timeZone: string, after: Date): Date | null {
+  const matcher = new Cron(expression, { timezone: 'UTC', paused: true });
+  // Wall-clock time as a UTC date: its UTC fields are the local fields in the zone.
+  const local = localParts(after, timeZone);
+  let wall: Date | null = new Date(Date.UTC(local.year, local.month - 1, local.day, local.hour, local.minute, local.second, after.getUTCMilliseconds()));
+  for (let match = 0; match < MAX_MATCHES_PER_FIRE; match++) {
+    wall = matcher.nextRun(wall);
+    if (wall === null) return null;
+    const instant = instantOfLocal(
+      { year: wall.getUTCFullYear(), month: wall.getUTCMonth() + 1, day: wall.getUTCDate(), hour: wall.getUTCHours(), minute: wall.getUTCMinutes() },
+      timeZone,
+    );
+    // A match can resolve to an instant not after `after`: a repeated hour's second pass,
+    // or a gap time that already fired at the gap's end. The next match is tried then.
+    if (instant.getTime() > after.getTime()) return instant;
+  }
+  return null;
 }
 
 /** The fires due in (from, to], oldest first, at most `limit` (a bound for long downtimes). */

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import type { FastifyRequest } from 'fastify';
 import type { HookService } from '../../app/webhooks/hook-service.js';
 import type { HookRecord } from '../../app/webhooks/hook-store.js';
-import { DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../app/webhooks/hook-signature.js';
+import { WEBHOOK_ID_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../app/webhooks/hook-signature.js';
 import { PAYLOAD_PATH, PAYLOAD_PATH_MAX_CHARS, TEMPLATE_MAX_CHARS } from '../../app/webhooks/hook-template.js';
 import { WEBHOOK_PAYLOAD_MAX_KEYS } from '../../domain/envelope/run-meta.js';
 import { VigilError } from '../../domain/errors.js';
@@ -37,7 +37,7 @@ export const hookDto = z.object({
   deliveryUrl: z.string().describe('POST signed deliveries here'),
   createdAt: z.string(),
 });
-const createdHookDto = hookDto.extend({ secret: z.string().describe('shown once, now: store it; it signs deliveries') });
+const createdHookDto = hookDto.extend({ secret: z.string().describe('shown once, now: store it; it signs deliveries (Standard Webhooks format: whsec_ + base64)') });
 const acceptedDto = z.object({ runId: z.string(), threadId: z.string(), deliveryId: z.string() });
 
 function toHookDto(hook: HookRecord): z.infer<typeof hookDto> {
@@ -86,7 +86,7 @@ export function hookRoutes(hooks: HookService): FastifyPluginAsyncZod {
           config: { public: true },
           schema: {
             tags: ['hooks'],
-            description: `A signed delivery: headers ${TIMESTAMP_HEADER} (unix seconds), ${DELIVERY_HEADER} (unique id) and ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>. Answers 202 with the run it started.`,
+            description: `A delivery signed per Standard Webhooks (https://www.standardwebhooks.com): headers ${WEBHOOK_ID_HEADER} (unique id, each used once), ${WEBHOOK_TIMESTAMP_HEADER} (unix seconds) and ${WEBHOOK_SIGNATURE_HEADER}: v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<raw body>")>. Answers 202 with the run it started; 409 HOOK_DELIVERY_REPLAYED for an id this hook has seen.`,
             security: [],
             params: hookParams,
             response: { 202: acceptedDto, 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody },
@@ -96,7 +96,7 @@ export function hookRoutes(hooks: HookService): FastifyPluginAsyncZod {
           const rawBody = request.body;
           if (!Buffer.isBuffer(rawBody)) throw new VigilError('VALIDATION_FAILED', 'a webhook delivery needs a JSON body');
           const accepted = await hooks.receive(request.params.hookId, {
-            headers: { signature: header(request, SIGNATURE_HEADER), timestamp: header(request, TIMESTAMP_HEADER), deliveryId: header(request, DELIVERY_HEADER) },
+            headers: { id: header(request, WEBHOOK_ID_HEADER), timestamp: header(request, WEBHOOK_TIMESTAMP_HEADER), signature: header(request, WEBHOOK_SIGNATURE_HEADER) },
             rawBody,
             correlationId: request.id,
           });

@@ -13,9 +13,11 @@ import {
   runParams,
   sendMessageBody,
   threadDto,
+  threadContextDto,
   threadParams,
   toMessageDto,
   toRunDto,
+  toThreadContextDto,
   toThreadDto,
 } from '../schemas.js';
 import { answerRun } from '../sse.js';
@@ -56,6 +58,20 @@ export function threadRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
         const page = await deps.conversations.history(request.userId, request.params.threadId, { includeInternal, limit: request.query.limit, cursor: request.query.cursor });
         return { messages: page.messages.map((message) => toMessageDto(message, includeInternal)), nextCursor: page.nextCursor };
       },
+    );
+
+    app.get(
+      '/api/threads/:threadId/context',
+      {
+        schema: {
+          tags: ['threads'],
+          description:
+            "What the agent's next model call on this thread would receive (I14): budget, system prompt, envelope placeholder, the conversation summary with what it covers, and the most recent messages that fit, with token counts. History keeps every message.",
+          params: threadParams,
+          response: { 200: threadContextDto, 404: errorBody },
+        },
+      },
+      async (request) => toThreadContextDto(await deps.threadContext.describe(request.userId, request.params.threadId)),
     );
 
     app.post(

@@ -1,6 +1,6 @@
 import type { SqlDialectName } from '../database.js';
 
-/** One schema version: single statements per dialect (better-sqlite3 prepares one at a time). */
+/** One schema version: single statements per dialect (SQLite prepares one at a time). */
 export interface Migration {
   version: number;
   name: string;

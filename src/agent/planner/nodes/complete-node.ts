@@ -1,5 +1,4 @@
 import { AIMessage, type BaseMessage } from '@langchain/core/messages';
-import { modelMessagesFor } from '../../envelope-injection.js';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { PlanRecord } from '../../../app/plans/plan-ports.js';
 import { textOf } from '../../../domain/message-content.js';
@@ -42,9 +41,10 @@ export function completeNode(runtime: PlannerRuntime) {
 
     const model = runtime.model(scope);
     if (meta.mode === 'reply' || !plan) {
-      const input = modelMessagesFor(conversationOf(state.messages), scope.run, { systemPrompt: memoryPrompt(scope.run.systemPrompt, meta) });
-      const answer = await model.invoke(input, config);
-      return { messages: [asReply(answer, planId ?? null)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, state.messages) } };
+      const input = await runtime.context.prepare(conversationState(state), scope.run, config, { recalled: recalledOf(meta) });
+      const answer = await model.invoke(input.messages, config);
+      input.observe(answer);
+      return { messages: [asReply(answer, planId ?? null)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, input.messages) }, ...(input.update ?? {}) };
     }
 
     await plans.update(plan.id, { status: 'completed', reason: meta.finalCriticReason, endedAt: scope.now(), lastRunId: scope.run.runId, heartbeat: plan.heartbeat ? { ...plan.heartbeat, status: 'ended', nextCheckAt: null } : null }, scope.now());
@@ -56,9 +56,10 @@ export function completeNode(runtime: PlannerRuntime) {
       knowledge: meta.knowledgeResults.map(({ query, answer, confidence }) => ({ query, answer, confidence })),
       finalReview: meta.finalCriticReason,
     };
-    const input = modelMessagesFor(conversationOf(state.messages), scope.run, { systemPrompt: summaryInstruction(scope.run.systemPrompt, outcome) });
-    const answer = await model.invoke(input, config);
-    return { messages: [asReply(answer, plan.id)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, input) } };
+    const input = await runtime.context.prepare(conversationState(state), scope.run, config, { systemPrompt: summaryInstruction(scope.run.systemPrompt, outcome) });
+    const answer = await model.invoke(input.messages, config);
+    input.observe(answer);
+    return { messages: [asReply(answer, plan.id)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, input.messages) }, ...(input.update ?? {}) };
   };
 }
 
@@ -68,9 +69,10 @@ async function armHeartbeat(runtime: PlannerRuntime, scope: RunScope, plan: Plan
   await runtime.deps.heartbeats.arm({ userId: plan.userId, threadId: plan.threadId, planId: plan.id, agentId: plan.agentId, delayMs: settings.overlord.checkAfterMs });
 }
 
-/** The person's conversation as the model should see it: their messages and the agent's replies. */
-function conversationOf(messages: readonly BaseMessage[]): BaseMessage[] {
-  return messages.filter((message) => message.getType() === 'human' || message.getType() === 'ai');
+/** The person's conversation as the model should see it: their messages and the agent's replies, with the summary of older ones. */
+function conversationState(state: PlannerStateValue) {
+  const messages = state.messages.filter((message) => message.getType() === 'human' || message.getType() === 'ai');
+  return { messages, summary: state.summary, summaryCoverage: state.summaryCoverage };
 }
 
 /** A plain AIMessage (a streamed answer arrives as a chunk), marked with its plan. */
@@ -83,9 +85,9 @@ function asReply(answer: BaseMessage, planId: string | null): AIMessage {
   });
 }
 
-function memoryPrompt(base: string, meta: PlannerMetadata): string {
-  if (meta.memories.length === 0) return base;
-  return `${base}\n\nThings you remember about this person (long-term memory):\n${meta.memories.map((memory) => `- ${memory.content.replace(/\s+/g, ' ').trim()}`).join('\n')}`;
+/** The run's recalled memories, for the data block after the rules (never prompt text). */
+function recalledOf(meta: PlannerMetadata) {
+  return { memories: meta.memories.map((memory, index) => ({ id: memory.id ?? `recalled-${index + 1}`, content: memory.content, createdAt: memory.created_at })), foundBy: meta.memories[0]?.found_by ?? null };
 }
 
 function stoppedText(meta: PlannerMetadata, plan: PlanRecord | undefined): string {

@@ -1,7 +1,7 @@
 import { knowledgeAnswersDecision, knowledgePlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { PlannerMetadata } from '../../../domain/planner/planner-state.js';
 import { malformedStop } from '../../../domain/planner/run-bounds.js';
-import { decisionMessages, toolsForPrompt } from '../planner-prompts.js';
+import { toolsForPrompt } from '../planner-prompts.js';
 import type { PlannerUpdate } from '../planner-graph-state.js';
 import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
 import { decide } from '../structured-decision.js';
@@ -24,7 +24,7 @@ export function knowledgeNode(runtime: PlannerRuntime) {
       model,
       knowledgePlanDecision,
       'knowledge_plan',
-      decisionMessages('knowledge_plan', run, { request, memories: meta.memories.map((memory) => memory.content), tools: toolsForPrompt(toolbox.descriptors) }),
+      await runtime.decisionInput(scope, 'knowledge_plan', { request, memories: meta.memories.map((memory) => memory.content), tools: toolsForPrompt(toolbox.descriptors) }),
       { retries, config: scope.config },
     );
     let tokensUsed = meta.tokensUsed + asked.tokens;
@@ -58,7 +58,7 @@ export function knowledgeNode(runtime: PlannerRuntime) {
       model,
       knowledgeAnswersDecision,
       'knowledge_answers',
-      decisionMessages('knowledge_answers', run, { request, evidence }),
+      await runtime.decisionInput(scope, 'knowledge_answers', { request, evidence }),
       { retries, config: scope.config },
     );
     tokensUsed += answered.tokens;

@@ -3,7 +3,7 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { z } from 'zod';
 import type { PlanRecord } from '../../../app/plans/plan-ports.js';
-import { chooseMemoryQuery } from '../../../domain/memory-query.js';
+import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel } from '../../../domain/memory-query.js';
 import { textOf } from '../../../domain/message-content.js';
 import { isSynthetic } from '../../../domain/message-metadata.js';
 import { appendVisit, visitEntry } from '../../../domain/planner/loop-bounds.js';
@@ -56,11 +56,11 @@ export function recallNode(runtime: PlannerRuntime) {
 
     const choice = chooseMemoryQuery(state.messages.map(toClassifiable), null);
     let recalled: PlannerMetadata['memories'] = [];
-    if (choice.source === 'none') scope.log.error({ messageCount: state.messages.length }, 'Empty thread - no query source available for memory retrieval');
+    if (choice.source === 'none') scope.log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
     else {
       scope.log.debug({ querySource: choice.source, query: choice.query.slice(0, 50) }, 'Memory query source selected');
       const hits = await memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: runtime.deps.memoryLimit ?? 5 });
-      recalled = hits.map((hit) => ({ content: hit.content, relevance_score: hit.score }));
+      recalled = hits.map((hit) => ({ content: hit.content, relevance_score: hit.score, id: hit.id, created_at: hit.createdAt, found_by: choice.source }));
     }
 
     let update: Partial<PlannerMetadata>;

@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { strategicCritique, strategicPlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { MilestoneState, PlannerMetadata } from '../../../domain/planner/planner-state.js';
-import { malformedStop } from '../../../domain/planner/run-bounds.js';
-import { decisionMessages } from '../planner-prompts.js';
+import { malformedStop, revisionCapStop } from '../../../domain/planner/run-bounds.js';
 import type { PlannerUpdate } from '../planner-graph-state.js';
 import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
 import { decide } from '../structured-decision.js';
-
-export const MAX_REVISIONS_REASON = 'max revisions reached';
 
 /**
  * The strategic planner: the goal and its ordered milestones, stored in the plan's
@@ -28,7 +25,7 @@ export function strategicPlannerNode(runtime: PlannerRuntime) {
       tools: toolbox.descriptors.map((tool) => tool.name),
       ...(revising ? { goal: meta.strategicPlan?.goal, completedMilestones: completed.map(({ title, successCriteria }) => ({ title, successCriteria })), criticReason: meta.finalCriticReason } : {}),
     };
-    const answer = await decide(runtime.model(scope), strategicPlanDecision, 'strategic_plan', decisionMessages(revising ? 'strategic_revision' : 'strategic_plan', scope.run, context), {
+    const answer = await decide(runtime.model(scope), strategicPlanDecision, 'strategic_plan', await runtime.decisionInput(scope, revising ? 'strategic_revision' : 'strategic_plan', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -79,23 +76,19 @@ export function strategicCriticNode(runtime: PlannerRuntime) {
       })),
       knowledge: meta.knowledgeResults,
     };
-    const answer = await decide(runtime.model(scope), strategicCritique, 'strategic_critique', decisionMessages('strategic_critique', scope.run, context), {
+    const answer = await decide(runtime.model(scope), strategicCritique, 'strategic_critique', await runtime.decisionInput(scope, 'strategic_critique', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
     const tokensUsed = meta.tokensUsed + answer.tokens;
     if (!answer.ok) return { planner: { tokensUsed, stop: malformedStop('strategic critique', answer.attempts, answer.error) } };
-    let { decision, reason } = answer.value;
-    let strategicRevisionCount = meta.strategicRevisionCount;
-    if (decision === 'revise') {
-      if (strategicRevisionCount >= meta.maxRevisions) {
-        decision = 'approve';
-        reason = `${MAX_REVISIONS_REASON} (${meta.maxRevisions}); the critic asked: ${reason}`;
-      } else strategicRevisionCount += 1;
-    }
+    const { decision, reason } = answer.value;
+    const atCap = decision === 'revise' && meta.strategicRevisionCount >= meta.maxRevisions;
+    const strategicRevisionCount = decision === 'revise' && !atCap ? meta.strategicRevisionCount + 1 : meta.strategicRevisionCount;
     await plans.update(planId, { strategicRevisionCount, finalCriticReason: reason }, scope.now());
     runtime.emit(scope, { type: 'critic.decide', planId, level: 'strategic', decision, reason });
     scope.log.info({ planId, decision, reason }, 'strategic critic decided');
+    if (atCap) return { planner: { tokensUsed, finalCriticDecision: decision, finalCriticReason: reason, stop: revisionCapStop('strategic', meta.maxRevisions, reason) } };
     return { planner: { tokensUsed, finalCriticDecision: decision, finalCriticReason: reason, strategicRevisionCount } };
   };
 }

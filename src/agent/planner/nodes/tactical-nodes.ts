@@ -1,11 +1,10 @@
 import { executorDecision, tacticalCritique, tacticalPlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { PlannerMetadata, TacticalStepState } from '../../../domain/planner/planner-state.js';
-import { malformedStop } from '../../../domain/planner/run-bounds.js';
-import { decisionMessages, toolsForPrompt } from '../planner-prompts.js';
+import { malformedStop, revisionCapStop } from '../../../domain/planner/run-bounds.js';
+import { toolsForPrompt } from '../planner-prompts.js';
 import type { PlannerUpdate } from '../planner-graph-state.js';
 import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
 import { decide } from '../structured-decision.js';
-import { MAX_REVISIONS_REASON } from './strategic-nodes.js';
 
 /** The tactical planner: steps for the active milestone (again after a revise), each with its tools and expected outcome. */
 export function tacticalPlannerNode(runtime: PlannerRuntime) {
@@ -27,7 +26,7 @@ export function tacticalPlannerNode(runtime: PlannerRuntime) {
       tools: toolsForPrompt(toolbox.descriptors),
       ...(revising ? { previousSteps: meta.tacticalPlan?.steps ?? [], criticReason: meta.criticReason, revision: meta.revisionCount } : {}),
     };
-    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', decisionMessages('tactical_plan', scope.run, context), {
+    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', await runtime.decisionInput(scope, 'tactical_plan', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -73,7 +72,7 @@ export function executorNode(runtime: PlannerRuntime) {
       callsSoFarForThisStep: earlier,
       tools: toolsForPrompt(offered),
     };
-    const answer = await decide(runtime.model(scope), executorDecision, 'executor_step', decisionMessages('executor', scope.run, context), {
+    const answer = await decide(runtime.model(scope), executorDecision, 'executor_step', await runtime.decisionInput(scope, 'executor', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -104,7 +103,7 @@ export function executorNode(runtime: PlannerRuntime) {
 /**
  * The tactical critic, after every finished step: approve (the milestone is done: on to
  * the next milestone, or the strategic critic after the last), revise (re-plan the steps;
- * at the revision cap it auto-approves with "max revisions reached"), or continue (on
+ * a revise at the revision cap stops the run: the milestone was never approved), or continue (on
  * with the planned steps).
  */
 export function tacticalCriticNode(runtime: PlannerRuntime) {
@@ -121,25 +120,21 @@ export function tacticalCriticNode(runtime: PlannerRuntime) {
       toolResults: Object.values(meta.toolResults),
       revision: meta.revisionCount,
     };
-    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', decisionMessages('tactical_critique', scope.run, context), {
+    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', await runtime.decisionInput(scope, 'tactical_critique', context), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
     const tokensUsed = meta.tokensUsed + answer.tokens;
     if (!answer.ok) return { planner: { tokensUsed, stop: malformedStop('tactical critique', answer.attempts, answer.error) } };
-    let { decision, reason } = answer.value;
-    let revisionCount = meta.revisionCount;
-    if (decision === 'revise') {
-      if (revisionCount >= meta.maxRevisions) {
-        decision = 'approve';
-        reason = `${MAX_REVISIONS_REASON} (${meta.maxRevisions}); the critic asked: ${reason}`;
-      } else revisionCount += 1;
-    }
+    const { decision, reason } = answer.value;
+    const atCap = decision === 'revise' && meta.revisionCount >= meta.maxRevisions;
+    const revisionCount = decision === 'revise' && !atCap ? meta.revisionCount + 1 : meta.revisionCount;
     runtime.emit(scope, { type: 'critic.decide', planId, level: 'tactical', decision, reason });
     scope.log.info({ planId, milestoneId: milestone.id, decision, reason }, 'tactical critic decided');
     if (decision !== 'approve') {
       await plans.updateMilestone(planId, milestone.id, { criticDecision: decision, criticReason: reason, revisionCount }, scope.now());
-      return { planner: { tokensUsed, criticDecision: decision, criticReason: reason, revisionCount } };
+      const stop = atCap ? revisionCapStop('tactical', meta.maxRevisions, reason) : null;
+      return { planner: { tokensUsed, criticDecision: decision, criticReason: reason, revisionCount, ...(stop ? { stop } : {}) } };
     }
     await plans.updateMilestone(planId, milestone.id, { status: 'completed', criticDecision: decision, criticReason: reason, revisionCount, completedAt: scope.now() }, scope.now());
     const completedMilestoneIds = [...meta.completedMilestoneIds, milestone.id];

@@ -1,0 +1,35 @@
+import type { BaseMessage } from '@langchain/core/messages';
+import type { AgentKind } from '../../app/ports.js';
+import type { ThreadContextReader } from '../../app/context/thread-context-service.js';
+import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
+import type { RegisteredGraph } from '../agent-graph.js';
+import { runConfig, runSettingsOf } from '../run-settings.js';
+import type { ContextWindow } from './context-window.js';
+
+/** A fixed, visibly fake nonce: the API shows the shape of the next call, never a real run's nonce. */
+const NEXT_RUN_NONCE = 'next-run';
+
+/**
+ * What the next model call of a thread would receive, as GET /api/threads/{id}/context
+ * shows it: read from the thread's checkpoint, fitted exactly like a call (nothing is
+ * folded or written here). Computed for a person's next message, which shows no envelope.
+ */
+export function threadContextReader(context: ContextWindow, graphs: Partial<Record<AgentKind, Pick<RegisteredGraph, 'graph'>>>, defaultModel: string): ThreadContextReader {
+  return async ({ agent, userId, threadId }) => {
+    const settings = { runId: 'next', threadId, userId, agentId: agent.id, trigger: 'user' as const, model: agent.model ?? defaultModel, systemPrompt: agent.systemPrompt, nonce: NEXT_RUN_NONCE };
+    const config = runConfig(settings);
+    const registered = graphs[agent.kind];
+    const values = registered ? ((await registered.graph.getState(config)).values as Partial<StateValues> | undefined) : undefined;
+    const all = Array.isArray(values?.messages) ? values.messages : [];
+    // Planner agents show the model only the conversation (their complete node filters the same way).
+    const messages = agent.kind === 'planner' ? all.filter((message) => message.getType() === 'human' || message.getType() === 'ai') : all;
+    const prepared = await context.prepare({ messages, summary: values?.summary ?? null, summaryCoverage: values?.summaryCoverage ?? null }, runSettingsOf(config), config, { fold: false });
+    return prepared.report;
+  };
+}
+
+interface StateValues {
+  messages: BaseMessage[];
+  summary: string | null;
+  summaryCoverage: SummaryCoverage | null;
+}

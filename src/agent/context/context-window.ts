@@ -1,0 +1,296 @@
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Logger } from 'pino';
+import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.js';
+import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, type ContextBudget } from '../../domain/context/context-settings.js';
+import type { ContextReport } from '../../domain/context/context-report.js';
+import { withSummarySection, type SummaryCoverage } from '../../domain/context/conversation-summary.js';
+import { fitWindow, planFold, type FitItem, type FitKind } from '../../domain/context/fit-window.js';
+import type { Envelope } from '../../domain/envelope/build-envelope.js';
+import { hasEnvelopeMarker } from '../../domain/envelope/envelope-marker.js';
+import { textOf } from '../../domain/message-content.js';
+import { buildModelInput, type ModelInputOptions } from '../envelope-injection.js';
+import type { ActiveRunSettings } from '../run-settings.js';
+import { summarizeMessages } from './conversation-summarizer.js';
+import { isMediaBlock, MEDIA_PLACEHOLDER, TokenCounter } from './token-counter.js';
+import { UsageCalibration } from './usage-calibration.js';
+
+/** The part of a thread's state the context window reads: every graph keeps these channels. */
+export interface ContextState {
+  messages: readonly BaseMessage[];
+  summary: string | null;
+  summaryCoverage: SummaryCoverage | null;
+}
+
+/** A new summary and what it covers, for the graph to write to state with the reply. */
+export interface SummaryUpdate {
+  summary: string;
+  summaryCoverage: SummaryCoverage;
+}
+
+export interface PreparedCall {
+  /** What to send: system prompt (with the summary), envelope when shown, the messages that fit. */
+  messages: BaseMessage[];
+  envelope: Envelope | undefined;
+  /** Set when this call folded older messages into the summary. */
+  update: SummaryUpdate | undefined;
+  report: ContextReport;
+  /** Give it the reply: its reported usage corrects later counts. */
+  observe(reply: BaseMessage): void;
+}
+
+export interface ContextWindowDependencies {
+  models: ChatModelResolver;
+  logger: Logger;
+  clock: Clock;
+  /** The agents' context settings; without it, every agent uses the server's budget. */
+  agents?: Pick<AgentRepository, 'get'>;
+  /** VIGIL_CONTEXT_TOKENS. */
+  serverMaxTokens?: number | undefined;
+  counter?: TokenCounter;
+  /**
+   * Asked before a summary call of an autonomous run: the call spends the agent's
+   * autonomy budget (I5). False means no call: this turn trims, a later one folds.
+   */
+  admitSummaryCall?: (run: ActiveRunSettings) => Promise<boolean>;
+}
+
+export interface PrepareOptions extends ModelInputOptions {
+  /** Fold when the thread outgrew its share (a model call); false only describes. */
+  fold?: boolean;
+}
+
+/** Triggers whose model calls spend the autonomy budget. */
+const AUTONOMOUS_TRIGGERS: ReadonlySet<string> = new Set(['autonomy']);
+
+/**
+ * Fits every model call of a thread into the agent's context budget (I14): system
+ * prompt, envelope, the running summary, the most recent messages that fit, and room for
+ * the answer. Older messages are folded into the summary when the thread outgrows its
+ * share — incrementally, the previous summary plus the newly folded messages — and
+ * nothing is ever removed from the thread: fitting only chooses what this call sees.
+ */
+export class ContextWindow {
+  readonly counter: TokenCounter;
+  private readonly calibration = new UsageCalibration();
+
+  constructor(private readonly deps: ContextWindowDependencies) {
+    this.counter = deps.counter ?? new TokenCounter();
+  }
+
+  /** The agent's budget: its setting → the server's → the model's window → 32,000. */
+  async budget(run: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>, log: Logger = this.deps.logger): Promise<ContextBudget> {
+    const agent = await this.deps.agents?.get(run.userId, run.agentId);
+    let settings = contextSettingsSchema.parse({});
+    try {
+      settings = contextSettingsOf(agent?.settings ?? {});
+    } catch (error) {
+      log.error({ err: error, agentId: run.agentId }, 'invalid context settings; using the defaults');
+    }
+    let modelWindow: number | undefined;
+    try {
+      modelWindow = this.deps.models(run.model).profile?.maxInputTokens;
+    } catch {
+      modelWindow = undefined; // an unknown model fails at its call, with its own error
+    }
+    return resolveContextBudget({ settings, serverMaxTokens: this.deps.serverMaxTokens, modelWindow });
+  }
+
+  async prepare(state: ContextState, run: ActiveRunSettings, config: RunnableConfig, options: PrepareOptions = {}): Promise<PreparedCall> {
+    const log = this.deps.logger.child({ threadId: run.threadId, runId: run.runId });
+    const budget = await this.budget(run, log);
+    const factor = this.calibration.factor(run.model);
+    const inputLimit = Math.floor((budget.maxTokens - budget.answerTokens) / factor);
+    const { fold: mayFold, ...inputOptions } = options;
+    const basePrompt = inputOptions.systemPrompt ?? run.systemPrompt;
+    // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
+    const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
+    // Stale envelopes never reach the model (envelope-injection.ts); they take no room either.
+    const kept = state.messages.filter((message) => !hasEnvelopeMarker(message));
+
+    let summary = state.summary;
+    let coverage = state.summaryCoverage;
+    let covered = coveredCount(kept, coverage, log);
+    let items = kept.slice(covered).map((message) => this.fitItem(message));
+    let update: SummaryUpdate | undefined;
+
+    const frame = (summaryText: string | null) => this.frame(kept, run, inputWith(summaryText));
+    if (mayFold !== false) {
+      const bare = frame(null);
+      // The room the messages have once a full-size summary is in: the fold threshold does not move as the summary grows.
+      const room = inputLimit - bare.systemTokens - bare.envelopeTokens - budget.summaryTokens;
+      const maxFoldTokens = Math.floor((budget.maxTokens - budget.summaryTokens) / factor) - budget.summaryTokens - 300;
+      const count = planFold(items, { budget: room, foldAt: budget.foldAt, keepRecent: budget.keepRecent, maxFoldTokens });
+      if (count > 0) {
+        const folded = kept.slice(covered, covered + count);
+        try {
+          const written = await this.fold(run, config, budget, summary, folded, maxFoldTokens + budget.summaryTokens, log);
+          const first = coverage?.firstMessageId ?? kept[0]?.id ?? folded[0]!.id ?? '';
+          coverage = {
+            firstMessageId: first,
+            lastMessageId: folded.at(-1)!.id ?? '',
+            messageCount: covered + count,
+            folds: (coverage?.folds ?? 0) + 1,
+            updatedAt: this.deps.clock.now().toISOString(),
+            model: budget.summaryModel ?? run.model,
+            tokens: this.counter.text(written),
+          };
+          summary = written;
+          update = { summary, summaryCoverage: coverage };
+          covered += count;
+          items = items.slice(count);
+          log.info({ folded: count, covered, folds: coverage.folds, summaryTokens: coverage.tokens, model: coverage.model }, 'older messages folded into the conversation summary');
+        } catch (error) {
+          if (config.signal?.aborted) throw error;
+          // The turn still gets its answer from the recent messages; the next turn tries the fold again.
+          log.warn({ err: error, wouldFold: count }, 'conversation summary failed; trimming instead, the fold is retried on a later turn');
+        }
+      }
+    }
+
+    const { systemTokens, envelopeTokens, systemText } = frame(summary);
+    const room = Math.max(0, inputLimit - systemTokens - envelopeTokens);
+    const fit = fitWindow(items, { budget: room, humanFirst: needsHumanFirst(run.model) });
+    const recent = kept.slice(covered);
+    let window: BaseMessage[];
+    let cut: Set<number>;
+    if (fit.newestFits) {
+      window = recent.slice(fit.start).map((message, offset) => (fit.withoutMedia.includes(fit.start + offset) ? withoutMedia(message) : message));
+      cut = new Set();
+    } else {
+      // Not even the newest message fits: its text is cut, with a mark, rather than the budget broken.
+      const newest = recent.at(-1);
+      window = newest ? [this.shorten(newest, room)] : [];
+      cut = new Set(newest ? [0] : []);
+    }
+    const input = buildModelInput(window, run, inputWith(summary));
+    const windowReport = window.map((message, index) => ({
+      id: message.id ?? null,
+      type: message.getType(),
+      tokens: this.counter.message(message).tokens,
+      mediaReplaced: fit.newestFits && fit.withoutMedia.includes(fit.start + index),
+      cut: cut.has(index),
+    }));
+    const messageTokens = windowReport.reduce((sum, entry) => sum + entry.tokens, 0);
+    const inputTokens = input.messages.reduce((sum, message) => sum + this.counter.message(message).tokens, 0);
+    const summaryTokens = summary ? this.counter.text(summary) : 0;
+    const report: ContextReport = {
+      budget: { maxTokens: budget.maxTokens, source: budget.source, answerTokens: budget.answerTokens, inputLimit, usageCorrection: factor },
+      system: { text: systemText, tokens: systemTokens },
+      envelope: { shown: input.envelope !== undefined, tokens: input.envelope !== undefined ? envelopeTokens : 0 },
+      summary: summary ? { text: summary, tokens: summaryTokens, coverage } : null,
+      messages: { inThread: kept.length, summarized: covered, trimmed: recent.length - window.length, window: windowReport, tokens: messageTokens },
+      inputTokens,
+    };
+    if (inputTokens > inputLimit) log.error({ inputTokens, inputLimit }, 'model input over the context budget');
+    log.debug({ inputTokens, inputLimit, maxTokens: budget.maxTokens, window: window.length, summarized: covered, trimmed: report.messages.trimmed }, 'model context fitted');
+    return {
+      messages: input.messages,
+      envelope: input.envelope,
+      update,
+      report,
+      observe: (reply) => {
+        const reported = AIMessage.isInstance(reply) ? reply.usage_metadata?.input_tokens : undefined;
+        this.calibration.observe(run.model, inputTokens, reported);
+      },
+    };
+  }
+
+  /**
+   * Bound a model call that reads no thread history — a planner decision or the
+   * overlord's, whose input is the system prompt and one JSON context message — to the
+   * agent's budget: over it, the context message (the last non-envelope human message)
+   * is cut, marked, to what fits. Everything else is sent as built.
+   */
+  async bound(messages: readonly BaseMessage[], owner: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>): Promise<BaseMessage[]> {
+    const budget = await this.budget(owner);
+    const limit = Math.floor((budget.maxTokens - budget.answerTokens) / this.calibration.factor(owner.model));
+    const counts = messages.map((message) => this.counter.message(message).tokens);
+    const total = counts.reduce((sum, count) => sum + count, 0);
+    if (total <= limit) return [...messages];
+    let index = messages.length - 1;
+    while (index >= 0 && (messages[index]!.getType() !== 'human' || hasEnvelopeMarker(messages[index]!))) index -= 1;
+    if (index < 0) return [...messages];
+    const room = Math.max(0, limit - (total - counts[index]!));
+    this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], room }, 'decision input over the context budget; its context is cut to fit');
+    return messages.map((message, position) => (position === index ? this.shorten(message, room) : message));
+  }
+
+  private async fold(
+    run: ActiveRunSettings,
+    config: RunnableConfig,
+    budget: ContextBudget,
+    previous: string | null,
+    folded: readonly BaseMessage[],
+    maxInputTokens: number,
+    log: Logger,
+  ): Promise<string> {
+    if (AUTONOMOUS_TRIGGERS.has(run.trigger) && this.deps.admitSummaryCall && !(await this.deps.admitSummaryCall(run))) {
+      throw new Error('the autonomy model-call budget is spent');
+    }
+    const model = budget.summaryModel ?? run.model;
+    log.debug({ model, folded: folded.length }, 'writing the conversation summary');
+    return summarizeMessages(this.deps.models, this.counter, { model, previous, folded, summaryTokens: budget.summaryTokens, maxInputTokens }, config);
+  }
+
+  /** The system prompt and envelope of this call, counted (the envelope only when the trigger shows it). */
+  private frame(kept: readonly BaseMessage[], run: ActiveRunSettings, options: ModelInputOptions) {
+    let task: BaseMessage | undefined;
+    for (let index = kept.length - 1; index >= 0 && !task; index--) if (kept[index]!.getType() === 'human') task = kept[index];
+    const probe = buildModelInput(task ? [task] : [], run, options);
+    const system = probe.messages[0]!;
+    const envelope = probe.envelope ? probe.messages.find((message) => hasEnvelopeMarker(message)) : undefined;
+    return {
+      systemText: typeof system.content === 'string' ? system.content : '',
+      systemTokens: this.counter.message(system).tokens,
+      envelopeTokens: envelope ? this.counter.message(envelope).tokens : 0,
+    };
+  }
+
+  private fitItem(message: BaseMessage): FitItem {
+    const counted = this.counter.message(message);
+    const toolCallIds = AIMessage.isInstance(message) ? (message.tool_calls ?? []).map((call) => call.id ?? '') : undefined;
+    return { kind: kindOf(message), tokens: counted.tokens, tokensWithoutMedia: counted.tokensWithoutMedia, toolCallIds };
+  }
+
+  /** A copy of the message cut to `room` tokens, media replaced, marked as cut. */
+  private shorten(message: BaseMessage, room: number): BaseMessage {
+    const light = withoutMedia(message);
+    const overhead = this.counter.message(light).tokens - this.counter.text(textOf(light.content));
+    const mark = '\n[… cut to fit the context budget]';
+    const text = this.counter.truncate(textOf(light.content), Math.max(0, room - overhead - this.counter.text(mark) - 2));
+    return copyWithContent(light, `${text}${mark}`);
+  }
+}
+
+function coveredCount(kept: readonly BaseMessage[], coverage: SummaryCoverage | null, log: Logger): number {
+  if (!coverage) return 0;
+  for (let index = kept.length - 1; index >= 0; index--) if (kept[index]!.id === coverage.lastMessageId) return index + 1;
+  // The covered message was replaced or removed: show every message again beside the summary rather than lose one.
+  log.warn({ lastMessageId: coverage.lastMessageId }, 'the summary covers a message no longer in the thread; fitting from the start');
+  return 0;
+}
+
+function kindOf(message: BaseMessage): FitKind {
+  const type: string = message.getType();
+  return type === 'human' || type === 'ai' || type === 'tool' || type === 'system' ? type : 'other';
+}
+
+/** Anthropic's API wants the conversation to open with the user's turn. */
+function needsHumanFirst(model: string): boolean {
+  return model.startsWith('anthropic:');
+}
+
+function withoutMedia(message: BaseMessage): BaseMessage {
+  if (!Array.isArray(message.content) || !message.content.some(isMediaBlock)) return message;
+  return copyWithContent(message, message.content.map((block) => (isMediaBlock(block) ? { type: 'text', text: MEDIA_PLACEHOLDER } : block)) as BaseMessage['content']);
+}
+
+/** The same message (same id, metadata, tool calls) with other content: for this call only, never stored. */
+function copyWithContent(message: BaseMessage, content: BaseMessage['content']): BaseMessage {
+  const fields = { content, id: message.id, name: message.name, additional_kwargs: message.additional_kwargs, response_metadata: message.response_metadata };
+  if (ToolMessage.isInstance(message)) return new ToolMessage({ ...fields, tool_call_id: message.tool_call_id });
+  if (AIMessage.isInstance(message)) return new AIMessage({ ...fields, tool_calls: message.tool_calls ?? [] });
+  if (message.getType() === 'system') return new SystemMessage(fields);
+  return new HumanMessage(fields);
+}

@@ -1,0 +1,110 @@
+import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { Tiktoken } from 'js-tiktoken/lite';
+import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
+
+/**
+ * Token counts for fitting model calls (I14), from a tokenizer whose ranks ship inside
+ * the npm package: nothing is downloaded at run time (LangChain's `getNumTokens` fetches
+ * its encodings from the internet and, offline, silently falls back to a guess).
+ *
+ * cl100k_base is one fixed tokenizer for every provider: other tokenizers differ by some
+ * percent, which the provider's reported usage corrects (usage-calibration.ts). It
+ * builds in ~0.5 s where o200k_base takes ~1.5 s, for a count that is corrected anyway.
+ */
+
+/** What one image block is counted as: above a 1 MP image on OpenAI (765) and Anthropic (~1,600). */
+export const IMAGE_TOKENS = 1_600;
+/** Per-message framing of chat formats (role, separators). */
+const MESSAGE_OVERHEAD = 4;
+export const MEDIA_PLACEHOLDER = '[image left out to fit the context budget]';
+
+// The encoder is immutable once built and costs half a second to build: one per process
+// is a cache of a pure function, not shared mutable state.
+let sharedEncoder: Tiktoken | undefined;
+function encoder(): Tiktoken {
+  sharedEncoder ??= new Tiktoken(cl100kBase);
+  return sharedEncoder;
+}
+
+export interface MessageTokens {
+  tokens: number;
+  /** With media parts replaced by the placeholder; absent when the message has none. */
+  tokensWithoutMedia?: number;
+}
+
+export class TokenCounter {
+  /** Counts of stored messages by id: a message in a checkpoint does not change under its id. */
+  private readonly cache = new Map<string, MessageTokens & { key: string }>();
+
+  constructor(private readonly cacheSize = 20_000) {}
+
+  text(text: string): number {
+    if (text.length === 0) return 0;
+    // Special-token text from a person is just text, never a control token.
+    return encoder().encode(text, [], []).length;
+  }
+
+  /** The first `maxTokens` tokens of a text. */
+  truncate(text: string, maxTokens: number): string {
+    const tokens = encoder().encode(text, [], []);
+    if (tokens.length <= maxTokens) return text;
+    return encoder().decode(tokens.slice(0, Math.max(0, maxTokens)));
+  }
+
+  message(message: BaseMessage): MessageTokens {
+    const key = `${message.getType()}:${contentSize(message.content)}`;
+    const cached = message.id ? this.cache.get(message.id) : undefined;
+    if (cached && cached.key === key) return cached;
+    const counted = this.countMessage(message);
+    if (message.id) {
+      if (this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(message.id, { ...counted, key });
+    }
+    return counted;
+  }
+
+  private countMessage(message: BaseMessage): MessageTokens {
+    let fixed = MESSAGE_OVERHEAD;
+    if (message.name) fixed += this.text(message.name);
+    if (AIMessage.isInstance(message) && message.tool_calls?.length) {
+      for (const call of message.tool_calls) fixed += MESSAGE_OVERHEAD + this.text(`${call.name}${JSON.stringify(call.args)}${call.id ?? ''}`);
+    }
+    if (ToolMessage.isInstance(message)) fixed += this.text(message.tool_call_id);
+    const content = message.content as unknown;
+    if (typeof content === 'string') return { tokens: fixed + this.text(content) };
+    if (!Array.isArray(content)) return { tokens: fixed };
+    let tokens = fixed;
+    let withoutMedia = fixed;
+    let media = false;
+    for (const block of content as unknown[]) {
+      if (typeof block === 'string') {
+        const count = this.text(block);
+        tokens += count;
+        withoutMedia += count;
+      } else if (isMediaBlock(block)) {
+        media = true;
+        tokens += IMAGE_TOKENS;
+        withoutMedia += this.text(MEDIA_PLACEHOLDER);
+      } else {
+        const record = block as Record<string, unknown>;
+        const count = typeof record.text === 'string' ? this.text(record.text) : this.text(JSON.stringify(block) ?? '');
+        tokens += count;
+        withoutMedia += count;
+      }
+    }
+    return media ? { tokens, tokensWithoutMedia: withoutMedia } : { tokens };
+  }
+}
+
+export function isMediaBlock(block: unknown): boolean {
+  if (!block || typeof block !== 'object') return false;
+  const type = (block as { type?: unknown }).type;
+  return type === 'image_url' || type === 'image' || type === 'file' || type === 'audio' || type === 'input_audio' || type === 'video';
+}
+
+/** A cheap fingerprint of content: a copy with media replaced or text cut never shares a count with its original. */
+function contentSize(content: unknown): string {
+  if (typeof content === 'string') return String(content.length);
+  if (!Array.isArray(content)) return '0';
+  return content.map((block) => (typeof block === 'string' ? `s${block.length}` : `${String((block as { type?: unknown }).type)}${String((block as { text?: unknown }).text ?? '').length}`)).join(',');
+}

@@ -1,0 +1,71 @@
+import type { BaseMessage } from '@langchain/core/messages';
+import type { Logger } from 'pino';
+import type { VigilEvent } from '../../domain/events.js';
+import type { RunContext } from '../../domain/run-context.js';
+import { projectMessage } from '../message-projection.js';
+import type { Clock, Storage, StoredMessage } from '../ports.js';
+
+/** What a person may see of a visible message's metadata: the model that wrote it. */
+export function publicMetadataOf(message: Pick<StoredMessage, 'type' | 'responseMetadata' | 'runId'>): Record<string, unknown> {
+  const metadata: Record<string, unknown> = {};
+  if (message.runId) metadata.runId = message.runId;
+  const model = message.responseMetadata.model_name ?? message.responseMetadata.model;
+  if (message.type === 'ai' && typeof model === 'string') metadata.model = model;
+  if (message.responseMetadata.demo === true) metadata.demo = true;
+  return metadata;
+}
+
+/**
+ * Keeps a thread's message projection in step with its checkpoint: appends the state
+ * messages the projection lacks and announces the visible ones (`message.end`).
+ */
+export class MessageProjector {
+  /** Legacy content-classified messages seen by this process, so their retirement can be tracked. */
+  private legacyFallbacks = 0;
+
+  constructor(private readonly deps: { storage: Storage; clock: Clock; logger: Logger; emit: (event: VigilEvent) => void }) {}
+
+  /**
+   * `streamedAs`: the `message.delta` id under which the step that produced these messages
+   * streamed its one reply, so a client can swap the streamed text for the stored message
+   * (`message.end`'s `metadata.streamedAs`); given only when it is unambiguous.
+   */
+  async project(context: RunContext, messages: readonly BaseMessage[], runId: string, streamedAs?: string): Promise<StoredMessage[]> {
+    const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
+    if (!thread || messages.length <= thread.messageCount) return [];
+    const now = this.deps.clock.now().toISOString();
+    const fresh = messages.slice(thread.messageCount).map((message) => projectMessage(message, runId, now));
+    for (const { row, classification } of fresh) {
+      if (classification.unknownTriggerType !== undefined) {
+        this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, triggerType: classification.unknownTriggerType }, 'Invalid trigger type on a synthetic message');
+      }
+      if (classification.reason === 'legacy_content') {
+        this.legacyFallbacks += 1;
+        this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, legacyFallbacks: this.legacyFallbacks }, 'Message classified internal by the legacy [AUTONOMOUS_FOLLOWUP: content fallback');
+      }
+    }
+    const stored = await this.deps.storage.threads.appendMessages(context.threadId, fresh.map((entry) => entry.row), now);
+    const replies = stored.filter((message) => message.type === 'ai' && message.visibility === 'user');
+    const linked = streamedAs !== undefined && replies.length === 1 ? replies[0] : undefined;
+    for (const message of stored) {
+      if (message.visibility !== 'user') {
+        this.deps.logger.debug({ threadId: context.threadId, runId, messageId: message.id, triggerType: message.additionalKwargs.trigger_type }, 'internal message kept out of client streams');
+        continue;
+      }
+      this.deps.emit({
+        type: 'message.end',
+        threadId: context.threadId,
+        runId,
+        at: now,
+        message: {
+          id: message.id,
+          role: message.type === 'human' ? 'user' : 'assistant',
+          content: message.content,
+          createdAt: message.createdAt,
+          metadata: message === linked ? { ...publicMetadataOf(message), streamedAs } : publicMetadataOf(message),
+        },
+      });
+    }
+    return stored;
+  }
+}

@@ -1,0 +1,269 @@
+import type { BaseMessage } from '@langchain/core/messages';
+import type { Logger } from 'pino';
+import type { RegisteredGraph } from '../../agent/agent-graph.js';
+import { runConfig, type RunSettings } from '../../agent/run-settings.js';
+import { newMessageId } from '../../agent/message-identity.js';
+import { toTaskMessage, type TaskInput } from '../../agent/task-message.js';
+import { deltaTextOf } from '../../domain/message-content.js';
+import type { ErrorCode } from '../../domain/errors.js';
+import type { VigilEvent } from '../../domain/events.js';
+import type { RunContext } from '../../domain/run-context.js';
+import type { Clock, RunRecord, Storage, StoredMessage } from '../ports.js';
+import { resolveRunMeta } from '../run-meta.js';
+import type { MessageProjector } from './message-projector.js';
+import { classifyModelFailure, type ModelFailure } from './model-failure.js';
+import { retryDecision, sleep, type RetryPolicy } from './retry-policy.js';
+import type { RunOutcome, RunRequest } from './run-request.js';
+import { messagesOf, streamAttempt } from './stream-attempt.js';
+
+export interface RunExecutionDependencies {
+  storage: Storage;
+  clock: Clock;
+  logger: Logger;
+  projector: MessageProjector;
+  retry: RetryPolicy;
+  /** The longest silence inside a model's stream (see streamAttempt); none when undefined. */
+  stallTimeoutMs?: number | undefined;
+  emit: (event: VigilEvent) => void;
+  /** The model spec of the run (the agent's, or the server's default) and its label. */
+  modelSpec: string;
+  modelName: string;
+}
+
+/**
+ * One run, step by step: `startRun` records it and announces `run.start`; `streamWithRetries`
+ * drives the graph (`streamAttempt`), retrying a failing model per the retry policy;
+ * `finishRun` or `failRun` record how it ended; `emitRunEnd` always announces the end.
+ * The coordinator composes them (see RunCoordinator.execute); the lock, pre-emption and
+ * admission stay there.
+ */
+export class RunExecution {
+  readonly log: Logger;
+  /** Messages this run added to the projection, in order. */
+  readonly projected: StoredMessage[] = [];
+  run: RunRecord | undefined;
+  attempts = 0;
+  /** The graph's last state, for `endReason` (a planner that stopped at a bound says why). */
+  private lastValues: unknown;
+  /** Length of the last state's message list that was projected (-1: none yet). */
+  private projectedLength = -1;
+  /** The task message's id, and whether it has reached the thread (`onInputStored` is called once). */
+  private taskId: string | undefined;
+  private inputStored = false;
+  private readonly settings: RunSettings;
+  /** Model call → the id its deltas carry (see streamIdOf). */
+  private readonly streamIds = new Map<string, string>();
+  /** Whether the current attempt streamed any text (a failure after it is a cut stream). */
+  private streamedThisAttempt = false;
+  /** How the last failed attempt failed, and why the run stopped retrying. */
+  private lastFailure: ModelFailure | undefined;
+  private gaveUp: string | undefined;
+  /** Stream ids whose deltas were sent but whose message has not reached state yet. */
+  private readonly unlanded = new Set<string>();
+
+  constructor(
+    private readonly deps: RunExecutionDependencies,
+    private readonly request: RunRequest,
+    private readonly registered: RegisteredGraph,
+    readonly controller: AbortController,
+  ) {
+    const { context, agent } = request;
+    this.log = deps.logger.child({ threadId: context.threadId, runId: context.runId });
+    // Validated and redacted once: the run record, the log and the envelope share this copy.
+    const runMeta = resolveRunMeta(context);
+    if (!runMeta.valid) this.log.warn({ trigger: context.trigger, issues: runMeta.issues }, 'run meta failed its schema; only the core keys are kept');
+    this.settings = {
+      runId: context.runId,
+      threadId: context.threadId,
+      userId: context.userId,
+      agentId: context.agentId,
+      trigger: context.trigger,
+      model: deps.modelSpec,
+      systemPrompt: agent.systemPrompt,
+      meta: runMeta.meta,
+    };
+  }
+
+  get context(): RunContext {
+    return this.request.context;
+  }
+
+  /** Record the run and announce it. */
+  async startRun(resume: boolean): Promise<RunRecord> {
+    const { context } = this;
+    const { clock, modelName } = this.deps;
+    this.run = await this.deps.storage.runs.create({
+      id: context.runId,
+      threadId: context.threadId,
+      userId: context.userId,
+      agentId: context.agentId,
+      trigger: context.trigger,
+      meta: this.settings.meta ?? {},
+      correlationId: context.correlationId,
+      model: modelName,
+      requestedAt: context.requestedAt,
+      startedAt: clock.now().toISOString(),
+    });
+    this.log.info({ trigger: context.trigger, model: modelName, meta: this.settings.meta, resume }, 'run started');
+    this.deps.emit({ type: 'run.start', threadId: context.threadId, runId: this.run.id, at: clock.now().toISOString(), trigger: context.trigger, model: modelName });
+    return this.run;
+  }
+
+  /** Drive the graph to its end, retrying a failed attempt per the retry policy (each retry passes `beforeRetry`, I5). */
+  async streamWithRetries(input: TaskInput | null): Promise<void> {
+    // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
+    const task = input === null ? null : toTaskMessage(input);
+    this.taskId = task?.id;
+    const graphInput = task === null ? null : { messages: [task] };
+    for (;;) {
+      this.attempts += 1;
+      this.streamedThisAttempt = false;
+      try {
+        await streamAttempt(
+          this.registered,
+          graphInput,
+          runConfig(this.settings),
+          { onValues: (values) => this.onValues(values), onReplyChunk: (message, metadata) => this.onReplyChunk(message, metadata) },
+          { signal: this.controller.signal, stallTimeoutMs: this.deps.stallTimeoutMs },
+        );
+        return;
+      } catch (error) {
+        this.retractUnlanded(this.controller.signal.aborted ? reasonOf(this.controller.signal) : 'the model call failed');
+        await this.beforeRetry(error);
+      }
+    }
+  }
+
+  /** Throws `error` when the run must give up; otherwise waits out the backoff (or the provider's retry-after). */
+  private async beforeRetry(error: unknown): Promise<void> {
+    const failure = classifyModelFailure(error, { streamed: this.streamedThisAttempt });
+    this.lastFailure = failure;
+    const decision = retryDecision(failure, this.attempts, this.deps.retry, this.controller.signal);
+    if (!decision.retry) {
+      if (!this.controller.signal.aborted) this.log.warn({ err: error, code: failure.code, attempt: this.attempts, why: decision.why }, 'model call failed; not retrying');
+      this.gaveUp = decision.why;
+      throw error;
+    }
+    this.log.warn({ err: error, code: failure.code, attempt: this.attempts, retryInMs: decision.delayMs, ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}) }, 'model call failed; retrying');
+    if (this.request.beforeRetry && !(await this.request.beforeRetry(this.attempts))) {
+      this.log.warn({ attempt: this.attempts }, 'no retry: the run may not make another model call');
+      this.gaveUp = 'the run may not make another model call (its caps or budget)';
+      throw error;
+    }
+    await sleep(decision.delayMs, this.controller.signal);
+  }
+
+  /** Most steps add no message (memory recall, planner bookkeeping): only a grown message list is projected. */
+  private async onValues(values: unknown): Promise<void> {
+    this.lastValues = values;
+    const messages = messagesOf(values);
+    if (messages.length === this.projectedLength) return;
+    // A step that added messages has ended: what its model streamed is in state now.
+    const streamedAs = this.unlanded.size === 1 ? [...this.unlanded][0] : undefined;
+    this.unlanded.clear();
+    this.projected.push(...(await this.deps.projector.project(this.context, messages, this.runId, streamedAs)));
+    this.projectedLength = messages.length;
+    if (this.taskId !== undefined && !this.inputStored && messages.some((message) => message.id === this.taskId)) {
+      this.inputStored = true;
+      this.request.onInputStored?.();
+    }
+  }
+
+  /** Tell clients that the deltas they got for a message that never reached state are void. */
+  private retractUnlanded(reason: string): void {
+    for (const messageId of this.unlanded) {
+      this.deps.emit({ type: 'message.retracted', threadId: this.context.threadId, runId: this.runId, at: this.deps.clock.now().toISOString(), messageId, reason });
+    }
+    this.unlanded.clear();
+  }
+
+  /** Text parts of any shape are streamed (a string, or Anthropic's `[{ type: 'text', text }]`); tool-argument parts are not text. */
+  private onReplyChunk(message: BaseMessage, metadata: Record<string, unknown>): void {
+    const delta = deltaTextOf(message.content);
+    if (!delta) return;
+    const messageId = this.streamIdOf(message, metadata);
+    this.unlanded.add(messageId);
+    this.streamedThisAttempt = true;
+    this.deps.emit({ type: 'message.delta', threadId: this.context.threadId, runId: this.runId, at: this.deps.clock.now().toISOString(), messageId, delta });
+  }
+
+  /**
+   * The id the deltas of one model call carry: vigil's own (I13), one per call. The
+   * provider's chunk id is no key: a server that reuses one completion id would merge the
+   * deltas of two replies. The reply's stored id is assigned when it enters state
+   * (message-identity.ts) and comes with `message.end`.
+   */
+  private streamIdOf(message: BaseMessage, metadata: Record<string, unknown>): string {
+    const key = `${String(metadata.langgraph_checkpoint_ns ?? '')}|${String(metadata.langgraph_step ?? '')}|${message.id ?? ''}|${this.attempts}`;
+    let id = this.streamIds.get(key);
+    if (id === undefined) {
+      id = newMessageId();
+      this.streamIds.set(key, id);
+    }
+    return id;
+  }
+
+  /** The graph ended normally. */
+  async finishRun(): Promise<RunOutcome> {
+    const run = await this.deps.storage.runs.finish(this.runId, { status: 'succeeded', reason: this.registered.endReason?.(this.lastValues) ?? null, endedAt: this.deps.clock.now().toISOString() });
+    this.run = run;
+    this.log.info({ status: run.status }, 'run ended');
+    return { run, messages: this.projected };
+  }
+
+  /** The run failed or was cancelled: bring the projection in step with the checkpoint and record why. */
+  async failRun(error: unknown): Promise<RunOutcome> {
+    const cancelled = this.controller.signal.aborted;
+    const failure = this.lastFailure ?? classifyModelFailure(error, { streamed: this.streamedThisAttempt });
+    const code: ErrorCode = cancelled ? 'RUN_CANCELLED' : failure.code;
+    const message = cancelled ? reasonOf(this.controller.signal) : error instanceof Error ? error.message : String(error);
+    if (cancelled) this.log.info({ reason: message }, 'run cancelled');
+    else this.log.error({ err: error, code, attempts: this.attempts }, 'run failed');
+    if (!this.run) throw error;
+    // The input may already be in the checkpoint: keep the projection in step with it.
+    try {
+      const state = await this.registered.graph.getState(runConfig(this.settings));
+      this.projected.push(...(await this.deps.projector.project(this.context, messagesOf(state.values), this.runId)));
+    } catch (projectionError) {
+      this.log.error({ err: projectionError }, 'could not bring the message projection in step after a failed run');
+    }
+    this.run = await this.deps.storage.runs.finish(this.runId, {
+      status: cancelled ? 'cancelled' : 'failed',
+      reason: cancelled ? message : failureReason(failure, this.attempts, this.gaveUp),
+      errorCode: code,
+      errorMessage: message,
+      endedAt: this.deps.clock.now().toISOString(),
+    });
+    return { run: this.run, messages: this.projected };
+  }
+
+  /** The last event of every recorded run, whatever happened (no-op when nothing was recorded). */
+  emitRunEnd(): void {
+    const { run } = this;
+    if (!run) return;
+    this.deps.emit({
+      type: 'run.end',
+      threadId: this.context.threadId,
+      runId: run.id,
+      at: this.deps.clock.now().toISOString(),
+      status: run.status === 'running' ? 'failed' : run.status,
+      ...(run.reason ? { reason: run.reason } : {}),
+      ...(run.errorCode && run.errorCode !== 'RUN_CANCELLED' ? { error: { code: run.errorCode, message: run.errorMessage ?? '' } } : {}),
+    });
+  }
+
+  private get runId(): string {
+    return this.run?.id ?? this.context.runId;
+  }
+}
+
+/** A run's end reason a person can read: what failed, how often, and why it stopped there. */
+function failureReason(failure: ModelFailure, attempts: number, gaveUp: string | undefined): string {
+  const what = attempts > 1 ? `the model failed ${attempts} times: ${failure.reason}` : failure.reason;
+  return gaveUp ? `${what}; ${gaveUp}` : what;
+}
+
+function reasonOf(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason.message : 'cancelled';
+}

@@ -1,0 +1,43 @@
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { describe } from 'vitest';
+import { openNodeSqlite } from '../../src/adapters/sql/node-sqlite.js';
+import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import { Closers } from './checkpoint-cache.suite.js';
+import { messageLogSuite } from './message-log.suite.js';
+
+const logger = pino({ level: 'silent' });
+
+describe('message log: SQLite', () => {
+  messageLogSuite(async () => {
+    const dataDir = await makeTempDir('vigil-message-log-');
+    const file = join(dataDir, 'vigil.sqlite');
+    const closers = new Closers();
+    closers.add(() => removeTempDir(dataDir));
+    const query = <T>(sql: string, ...params: string[]): T => {
+      const database = openNodeSqlite(file, { readOnly: true });
+      try {
+        return database.prepare(sql).get(...params) as T;
+      } finally {
+        database.close();
+      }
+    };
+    return {
+      async open() {
+        const storage = await openSqliteStorage({ file, logger });
+        closers.add(() => storage.close());
+        return storage;
+      },
+      logRows: async (threadId) => query<{ count: number }>('SELECT count(*) AS count FROM checkpoint_messages WHERE thread_id = ?', threadId).count,
+      largestStoredMessages: async (threadId) =>
+        query<{ size: number }>(
+          "SELECT max(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.messages'))) AS size FROM checkpoints WHERE thread_id = ?",
+          threadId,
+        ).size,
+      messageWritesBytes: async (threadId) =>
+        query<{ size: number }>("SELECT coalesce(sum(length(value)), 0) AS size FROM writes WHERE thread_id = ? AND channel = 'messages'", threadId).size,
+      close: () => closers.closeAll(),
+    };
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * The message log's contract (src/adapters/sql/message-log.ts), on both backends as
+ * openStorage builds them (message-log-sqlite.test.ts, message-log-postgres.test.ts):
+ * each message version is stored once, checkpoints carry a reference that does not grow
+ * with the thread, and every checkpoint, the latest and the old ones, reads back as the
+ * list LangGraph's own MemorySaver holds after the same operations (appends, RemoveMessage,
+ * replacement by id), whether the reader has the messages in memory or not.
+ */
+import { AIMessage, AIMessageChunk, HumanMessage, RemoveMessage, type BaseMessage } from '@langchain/core/messages';
+import { Annotation, END, MemorySaver, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
+import type { BaseCheckpointSaver, CheckpointTuple } from '@langchain/langgraph-checkpoint';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Storage } from '../../src/app/ports.js';
+
+export interface LogBackend {
+  /** A server on the shared database; each call is another server (empty memory). */
+  open(): Promise<Storage>;
+  /** Rows of the thread's message log. */
+  logRows(threadId: string): Promise<number>;
+  /** Stored size in bytes of the thread's largest `messages` value (SQLite: the checkpoint document; PostgreSQL: the blob). */
+  largestStoredMessages(threadId: string): Promise<number>;
+  /** Stored bytes of the thread's pending writes to the `messages` channel. */
+  messageWritesBytes(threadId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+const State = Annotation.Root({
+  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+});
+
+function buildGraph(checkpointer: BaseCheckpointSaver) {
+  return new StateGraph(State)
+    // `undefined` fields, as a model's reply has them: a load drops them, and the loaded
+    // copy the next turn holds must still be recognised as the same logged message.
+    // Every other reply is a chunk, as a streamed reply is: the reducer turns it into a
+    // new AIMessage, so the write and the checkpoint hold different messages.
+    .addNode('respond', (state) => {
+      const fields = { id: `ai-${state.messages.length}`, content: `reply to ${state.messages.length} messages`, name: undefined, usage_metadata: undefined };
+      return { messages: [state.messages.length % 4 === 1 ? new AIMessageChunk(fields) : new AIMessage(fields)] };
+    })
+    .addEdge(START, 'respond')
+    .addEdge('respond', END)
+    .compile({ checkpointer });
+}
+
+type Graph = ReturnType<typeof buildGraph>;
+
+async function turns(graph: Graph, threadId: string, from: number, count: number): Promise<void> {
+  for (let index = from; index < from + count; index++) {
+    await graph.invoke({ messages: [new HumanMessage({ id: `human-${index}`, content: `message ${index} ✓` })] }, { configurable: { thread_id: threadId } });
+  }
+}
+
+/** Appends, a removal, and a replacement by id: the operations a thread's history sees. */
+async function edits(graph: Graph, threadId: string): Promise<void> {
+  const config = { configurable: { thread_id: threadId } };
+  await turns(graph, threadId, 0, 3);
+  await graph.updateState(config, { messages: [new RemoveMessage({ id: 'human-1' })] });
+  await graph.updateState(config, { messages: [new AIMessage({ id: 'ai-1', content: 'an edited reply' })] });
+  await turns(graph, threadId, 3, 2);
+}
+
+/** Each checkpoint's message list, newest first, as plain data. */
+async function history(saver: BaseCheckpointSaver, threadId: string): Promise<unknown[]> {
+  const lists: unknown[] = [];
+  for await (const tuple of saver.list({ configurable: { thread_id: threadId } })) lists.push(plain(tuple));
+  return lists;
+}
+
+function plain(tuple: CheckpointTuple | undefined): unknown {
+  const messages = (tuple?.checkpoint.channel_values.messages ?? []) as BaseMessage[];
+  return messages.map((message) => ({ type: message.type, id: message.id, content: message.content, class: message.constructor.name }));
+}
+
+export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
+  let backend: LogBackend;
+
+  beforeAll(async () => {
+    backend = await makeBackend();
+  }, 60_000);
+
+  afterAll(async () => {
+    await backend.close();
+  });
+
+  it('stores each message once, and a checkpoint\'s reference does not grow with the thread', async () => {
+    const server = await backend.open();
+    const graph = buildGraph(server.checkpointer);
+    await turns(graph, 'grow', 0, 5);
+    const early = await backend.largestStoredMessages('grow');
+    await turns(graph, 'grow', 5, 25);
+    const state = await graph.getState({ configurable: { thread_id: 'grow' } });
+    const messages = (state.values as { messages: BaseMessage[] }).messages;
+    expect(messages).toHaveLength(60);
+    // One row per message, though each turn saved several checkpoints holding the list and
+    // pending writes carrying the new messages.
+    expect(await backend.logRows('grow')).toBe(60);
+    expect(await backend.largestStoredMessages('grow')).toBe(early);
+    expect(early).toBeLessThan(200);
+    // The writes that carried each turn's new messages hold references (tens of bytes)
+    // instead of the messages (about 250 bytes each here), except the 15 chunk replies,
+    // which stay in their writes: all inline would be about 60 × 250.
+    expect(await backend.messageWritesBytes('grow')).toBeLessThan(15 * 300 + 45 * 60);
+  });
+
+  it('rebuilds every checkpoint (appends, RemoveMessage, replacement by id) as LangGraph\'s MemorySaver holds it, with and without memory', async () => {
+    const memory = new MemorySaver();
+    await edits(buildGraph(memory), 'edits');
+    const expected = await history(memory, 'edits');
+
+    const writer = await backend.open();
+    await edits(buildGraph(writer.checkpointer), 'edits');
+    // The server that wrote it (messages in memory), and another one (rows only).
+    expect(await history(writer.checkpointer, 'edits')).toEqual(expected);
+    const reader = await backend.open();
+    expect(await history(reader.checkpointer, 'edits')).toEqual(expected);
+    expect(plain(await reader.checkpointer.getTuple({ configurable: { thread_id: 'edits' } }))).toEqual(expected[0]);
+
+    // Time travel: an old checkpoint by id still has the removed message and the old reply.
+    const tuples: CheckpointTuple[] = [];
+    for await (const tuple of reader.checkpointer.list({ configurable: { thread_id: 'edits' } })) tuples.push(tuple);
+    // The oldest checkpoint holding six messages: the end of the third turn.
+    const beforeEdits = tuples.findLast((tuple) => {
+      const ids = ((tuple.checkpoint.channel_values.messages ?? []) as BaseMessage[]).map((message) => message.id);
+      return ids.length === 6;
+    });
+    expect(beforeEdits).toBeDefined();
+    const old = await writer.checkpointer.getTuple(beforeEdits!.config);
+    const oldMessages = old!.checkpoint.channel_values.messages as BaseMessage[];
+    expect(oldMessages.map((message) => message.id)).toContain('human-1');
+    expect(oldMessages.find((message) => message.id === 'ai-1')?.content).toBe('reply to 1 messages');
+
+    // Five turns' ten messages, the replacement version, and the RemoveMessage itself (a
+    // pending write, stored once like any message a write carries).
+    expect(await backend.logRows('edits')).toBe(10 + 1 + 1);
+  });
+
+  it('deleteThread removes the thread\'s log, and a new thread of the same id starts clean', async () => {
+    const server = await backend.open();
+    const graph = buildGraph(server.checkpointer);
+    await turns(graph, 'again', 0, 3);
+    await server.checkpointer.deleteThread('again');
+    expect(await backend.logRows('again')).toBe(0);
+    await turns(graph, 'again', 10, 1);
+    const state = await graph.getState({ configurable: { thread_id: 'again' } });
+    expect((state.values as { messages: BaseMessage[] }).messages.map((message) => message.id)).toEqual(['human-10', 'ai-1']);
+  });
+}

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { TokenCounter } from '../../src/agent/context/token-counter.js';
+import { SUMMARY_REQUEST_MARKER } from '../../src/domain/context/conversation-summary.js';
+import { ScriptedOpenAiServer, type RecordedRequest } from '../helpers/openai-server.js';
+import { startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+
+/**
+ * I14 against a real provider client: vigil's ChatOpenAI talks to our scripted
+ * OpenAI-compatible server, which records every request and reports usage a quarter
+ * above our own count. What the provider receives fits the budget (after the correction
+ * its usage asks for), summary calls are plain internal requests whose text never
+ * streams to the person, and the summary stands in for the folded messages.
+ */
+export function contextOpenAiSuite(backend: () => Backend): void {
+  const BUDGET = 2000;
+  const counter = new TokenCounter();
+  let provider: ScriptedOpenAiServer;
+  let server: TestServer;
+  const tokensOf = (request: RecordedRequest) => request.messages.reduce((sum, message) => sum + 4 + counter.text(typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? '')), 0);
+  const isSummary = (request: RecordedRequest) => String(request.messages[0]?.content ?? '').startsWith(SUMMARY_REQUEST_MARKER);
+
+  beforeAll(async () => {
+    provider = await ScriptedOpenAiServer.start({
+      fallback: (request) => {
+        const prompt = Math.round(tokensOf(request) * 1.25);
+        if (isSummary(request)) return { text: `SUMMARY-${request.index}: the person talked about their garden.`, usage: { prompt_tokens: prompt, completion_tokens: 12 } };
+        return { text: 'Noted, thank you.', usage: { prompt_tokens: prompt, completion_tokens: 4 } };
+      },
+    });
+    server = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted-model', OPENAI_BASE_URL: provider.baseUrl, VIGIL_CONTEXT_TOKENS: String(BUDGET) } });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await provider?.close();
+  });
+
+  it("I14: what the provider receives fits the budget its own usage reports, and a summary's text never streams to the person", async () => {
+    const threadId = (await server.request('POST', '/api/threads', { body: {} })).body.id as string;
+    const said = (turn: number) => `Turn ${turn}: ${`the roses, the tomatoes and the rain of week ${turn}. `.repeat(14).trim()}`;
+    const streams: string[] = [];
+    for (let turn = 1; turn <= 14; turn++) {
+      const response = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: said(turn) }, headers: { accept: 'text/event-stream' } });
+      expect(response.status).toBe(200);
+      streams.push(response.text);
+    }
+    const view = (await server.request('GET', `/api/threads/${threadId}/context`)).body;
+    expect(view.budget).toMatchObject({ maxTokens: BUDGET, source: 'server' });
+    // The provider's usage (a quarter above our count) corrected our counts.
+    expect(view.budget.usageCorrection).toBeCloseTo(1.25, 1);
+
+    const replies = provider.requests.filter((request) => !isSummary(request));
+    const summaries = provider.requests.filter(isSummary);
+    expect(replies).toHaveLength(14);
+    expect(summaries.length).toBeGreaterThanOrEqual(2);
+    // After the first reply reported usage, every input fits the budget by the provider's own count.
+    for (const request of replies.slice(1)) expect(tokensOf(request) * 1.25).toBeLessThanOrEqual(BUDGET - view.budget.answerTokens + 1);
+    for (const request of summaries) expect(tokensOf(request) * 1.25).toBeLessThanOrEqual(BUDGET);
+
+    // The newest summary stands in for the folded messages: in the system message, never a user turn.
+    const last = replies.at(-1)!;
+    const latestSummary = `SUMMARY-${summaries.at(-1)!.index}`;
+    expect(String(last.messages[0]!.content)).toContain(latestSummary);
+    expect(last.messages.slice(1).some((message) => String(message.content).includes('SUMMARY-'))).toBe(false);
+    expect(last.messages.some((message) => String(message.content).startsWith('Turn 1:'))).toBe(false);
+    // Summary text never reached a person's stream or history (I2).
+    for (const text of streams) expect(text).not.toContain('SUMMARY-');
+    const history = await server.request('GET', `/api/threads/${threadId}/history?limit=200&include=internal`);
+    expect(history.body.messages).toHaveLength(28);
+    expect(JSON.stringify(history.body.messages)).not.toContain('SUMMARY-');
+  });
+}

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { TokenCounter } from '../../src/agent/context/token-counter.js';
+import { openPlannerHarness, USER, type PlannerHarness } from '../helpers/planner-harness.js';
+import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
+import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
+import type { Backend } from '../helpers/test-server.js';
+
+/**
+ * I14 in the planner: every model call of a run — each decision (knowledge, strategic,
+ * tactical, executor, critics) and the final reply — fits the agent's context budget,
+ * even when the person's request alone is several times larger than the budget; the
+ * request is kept whole in history.
+ */
+export function contextPlannerSuite(backend: () => Backend): void {
+  const BUDGET = 3000;
+  const counter = new TokenCounter();
+  let harness: PlannerHarness;
+  let model = new ScriptedChatModel();
+
+  beforeAll(async () => {
+    harness = await openPlannerHarness(backend(), { model: () => model });
+  });
+  afterAll(async () => {
+    await harness?.destroy();
+  });
+
+  it('I14: every planner decision and the final reply fit the budget; the oversized request stays whole in history', async () => {
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Sort the garden notes', 'Read them', 'Sum them up')],
+      tactical_plan: always(tacticalPlan(step('do it'))),
+      executor_step: always(execute([], true, 'done')),
+      tactical_critique: always(approve()),
+      strategic_critique: always(approve()),
+      text: ['Sorted.'],
+    });
+    const agent = await harness.agent();
+    await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: BUDGET }, new Date().toISOString());
+    const thread = await harness.thread(agent);
+    const request = `Please sort my garden notes. ${'The roses need pruning in March and the tomatoes want sun; '.repeat(900)}`;
+    expect(counter.text(request)).toBeGreaterThan(BUDGET * 3);
+
+    const outcome = await harness.say(thread, request);
+    expect(outcome.run.status).toBe('succeeded');
+    const inputLimit = BUDGET - 600; // a fifth of the budget is the answer's room
+    const names = new Set<string>();
+    for (const call of model.calls) {
+      names.add(call.name);
+      const tokens = call.messages.reduce((sum, message) => sum + counter.message(message).tokens, 0);
+      expect(tokens, call.name).toBeLessThanOrEqual(inputLimit);
+    }
+    expect([...names].sort()).toEqual(['knowledge_plan', 'strategic_critique', 'strategic_plan', 'tactical_critique', 'tactical_plan', 'executor_step', 'text'].sort());
+    expect(harness.logs.some((line) => line.msg === 'decision input over the context budget; its context is cut to fit')).toBe(true);
+
+    // Nothing was cut in history: the person's message is there whole (I14).
+    const state = await harness.state(thread.id);
+    const first = state.messages[0] as unknown as { content: unknown };
+    expect(first.content).toBe(request);
+  });
+}

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { ContextWindow, type ContextState } from '../../src/agent/context/context-window.js';
+import { MEDIA_PLACEHOLDER, TokenCounter } from '../../src/agent/context/token-counter.js';
+import { runConfig, runSettingsOf } from '../../src/agent/run-settings.js';
+import { RecordingDemoModel } from '../helpers/recording-demo-model.js';
+import { captureLogs } from '../helpers/log-capture.js';
+
+const counter = new TokenCounter();
+const clock = { now: () => new Date('2026-11-23T12:00:00Z') };
+const words = (count: number, tag: string) => `${tag} ${'lorem ipsum dolor sit amet '.repeat(Math.ceil(count / 5))}`.trim();
+
+function setup(options: { maxTokens?: number; model?: string; trigger?: 'user' | 'autonomy'; admit?: () => Promise<boolean> } = {}) {
+  const model = new RecordingDemoModel();
+  const capture = captureLogs('debug');
+  const window = new ContextWindow({
+    models: () => model,
+    logger: capture.logger,
+    clock,
+    counter,
+    serverMaxTokens: options.maxTokens ?? 2000,
+    ...(options.admit ? { admitSummaryCall: options.admit } : {}),
+  });
+  const config = runConfig({ runId: randomUUID(), threadId: 't1', userId: 'u1', agentId: 'a1', trigger: options.trigger ?? 'user', model: options.model ?? 'demo', systemPrompt: 'You are kind.' });
+  const run = runSettingsOf(config);
+  return { model, window, config, run, logs: capture.lines };
+}
+
+const tokensOf = (messages: readonly BaseMessage[]) => messages.reduce((sum, message) => sum + counter.message(message).tokens, 0);
+const human = (text: string) => new HumanMessage({ id: randomUUID(), content: text });
+const ai = (text: string) => new AIMessage({ id: randomUUID(), content: text });
+
+describe('I14: the context window of one model call', () => {
+  it('never splits a tool call from its results and never opens with a tool result, at any budget', async () => {
+    const messages: BaseMessage[] = [];
+    for (let index = 0; index < 12; index++) {
+      messages.push(human(words(40, `question ${index}`)));
+      const callId = `call_${index}`;
+      messages.push(new AIMessage({ id: randomUUID(), content: '', tool_calls: [{ id: callId, name: 'lookup', args: { q: index } }] }));
+      messages.push(new ToolMessage({ id: randomUUID(), tool_call_id: callId, content: words(60, `result ${index}`) }));
+      messages.push(ai(words(20, `answer ${index}`)));
+    }
+    for (const maxTokens of [1000, 1300, 1700, 2200, 3000]) {
+      const { window, config, run } = setup({ maxTokens });
+      const prepared = await window.prepare({ messages, summary: null, summaryCoverage: null }, run, config, { fold: false });
+      const sent = prepared.messages.slice(1);
+      expect(sent[0]!.getType(), `budget ${maxTokens}`).not.toBe('tool');
+      for (const [index, message] of sent.entries()) {
+        if (ToolMessage.isInstance(message)) {
+          const caller = sent[index - 1];
+          expect(AIMessage.isInstance(caller) && caller.tool_calls?.[0]?.id === message.tool_call_id, `budget ${maxTokens}: result ${message.tool_call_id} has its call`).toBe(true);
+        }
+        if (AIMessage.isInstance(message) && message.tool_calls?.length) expect(ToolMessage.isInstance(sent[index + 1])).toBe(true);
+      }
+      expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+    }
+  });
+
+  it("keeps a person's message first for Anthropic models", async () => {
+    const messages = [human(words(200, 'old')), ai(words(200, 'a1')), ai(words(200, 'a2')), human(words(30, 'new')), ai(words(30, 'a3')), human('last')];
+    const open = setup({ maxTokens: 1000 });
+    const openai = await open.window.prepare({ messages, summary: null, summaryCoverage: null }, open.run, open.config, { fold: false });
+    const anthropic = setup({ maxTokens: 1000, model: 'anthropic:claude-test' });
+    const fitted = await anthropic.window.prepare({ messages, summary: null, summaryCoverage: null }, anthropic.run, anthropic.config, { fold: false });
+    expect(fitted.messages[1]!.getType()).toBe('human');
+    expect(openai.messages.length).toBeGreaterThanOrEqual(fitted.messages.length);
+  });
+
+  it('keeps an image whole when it fits, else replaces it with a marked placeholder (the stored message is untouched)', async () => {
+    const picture = new HumanMessage({ id: randomUUID(), content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] });
+    const messages = [picture, ai('a cat'), human('and its name?')];
+    const roomy = setup({ maxTokens: 8000 });
+    const whole = await roomy.window.prepare({ messages, summary: null, summaryCoverage: null }, roomy.run, roomy.config, { fold: false });
+    expect(whole.messages[1]!.content).toEqual(picture.content);
+    const tight = setup({ maxTokens: 1000 });
+    const light = await tight.window.prepare({ messages, summary: null, summaryCoverage: null }, tight.run, tight.config, { fold: false });
+    expect(light.messages[1]!.content).toEqual([{ type: 'text', text: 'what is this?' }, { type: 'text', text: MEDIA_PLACEHOLDER }]);
+    expect(light.messages[1]!.id).toBe(picture.id);
+    expect(light.report.messages.window[0]).toMatchObject({ mediaReplaced: true });
+    expect((picture.content as unknown[])[1]).toMatchObject({ type: 'image_url' });
+  });
+
+  it('cuts a newest message that alone exceeds the budget, marked, rather than break the budget', async () => {
+    const { window, config, run } = setup({ maxTokens: 1000 });
+    const huge = human(words(3000, 'paste'));
+    const prepared = await window.prepare({ messages: [huge], summary: null, summaryCoverage: null }, run, config, { fold: false });
+    expect(String(prepared.messages[1]!.content)).toMatch(/\[… cut to fit the context budget\]$/);
+    expect(prepared.report.messages.window[0]).toMatchObject({ cut: true });
+    expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+  });
+
+  it("I14: the provider's reported input usage corrects later counts", async () => {
+    const { window, config, run } = setup({ maxTokens: 2000 });
+    const state: ContextState = { messages: Array.from({ length: 30 }, (_, index) => (index % 2 ? ai(words(40, `a${index}`)) : human(words(40, `h${index}`)))), summary: null, summaryCoverage: null };
+    const first = await window.prepare(state, run, config, { fold: false });
+    // The provider counted half again as many tokens as we did.
+    first.observe(new AIMessage({ content: 'ok', usage_metadata: { input_tokens: Math.round(first.report.inputTokens * 1.5), output_tokens: 1, total_tokens: 0 } }));
+    const second = await window.prepare(state, run, config, { fold: false });
+    expect(second.report.budget.usageCorrection).toBeCloseTo(1.5, 2);
+    expect(second.report.inputTokens * second.report.budget.usageCorrection).toBeLessThanOrEqual(2000 - second.report.budget.answerTokens);
+    expect(second.messages.length).toBeLessThan(first.messages.length);
+  });
+
+  it('I5: an autonomous run whose budget is spent makes no summary call: it trims, and folds once the budget allows', async () => {
+    let allowed = false;
+    const { model, window, config, run, logs } = setup({ maxTokens: 2000, trigger: 'autonomy', admit: async () => allowed });
+    const state: ContextState = { messages: Array.from({ length: 30 }, (_, index) => (index % 2 ? ai(words(40, `a${index}`)) : human(words(40, `h${index}`)))), summary: null, summaryCoverage: null };
+    const refused = await window.prepare(state, run, config);
+    expect(model.summaries()).toHaveLength(0);
+    expect(refused.update).toBeUndefined();
+    expect(refused.report.messages.trimmed).toBeGreaterThan(0);
+    expect(logs.some((line) => line.msg.startsWith('conversation summary failed') && line.level === 40)).toBe(true);
+    allowed = true;
+    const folded = await window.prepare(state, run, config);
+    expect(model.summaries()).toHaveLength(1);
+    expect(folded.update?.summaryCoverage).toMatchObject({ firstMessageId: state.messages[0]!.id, messageCount: expect.any(Number), folds: 1, model: 'demo', updatedAt: '2026-11-23T12:00:00.000Z' });
+    expect(folded.update!.summary).toMatch(/^\[demo summary\]/);
+  });
+});
+
+describe('the demo model writes a deterministic, bounded summary', () => {
+  it('counts what it folded, keeps the latest of what the person said, and stays bounded however long the thread', async () => {
+    const { DemoChatModel } = await import('../../src/adapters/llm/demo-chat-model.js');
+    const { summaryRequestText } = await import('../../src/domain/context/conversation-summary.js');
+    let summary: string | null = null;
+    for (let fold = 0; fold < 50; fold++) {
+      const lines = Array.from({ length: 10 }, (_, index) => (index % 2 ? { role: 'assistant' as const, text: 'ok' } : { role: 'person' as const, text: `fact ${fold * 10 + index}` }));
+      const next = DemoChatModel.summaryFor(summaryRequestText(summary, lines));
+      expect(DemoChatModel.summaryFor(summaryRequestText(summary, lines))).toBe(next);
+      summary = next;
+    }
+    expect(summary).toMatch(/^\[demo summary\] 500 messages folded\. The person said: /);
+    expect(summary).toContain('"fact 498"');
+    expect(summary).not.toContain('"fact 0"');
+    expect(counter.text(summary!)).toBeLessThan(200);
+  });
+});
