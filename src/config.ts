@@ -57,6 +57,9 @@ export const configSchema = z
     VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
     // Prometheus metrics on a port of their own (no auth there: bind it where only scrapers reach).
     VIGIL_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    // OpenTelemetry's own variable names, so an operator's usual setup applies.
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+    OTEL_SERVICE_NAME: z.string().min(1).max(128).default('vigil'),
     VIGIL_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     VIGIL_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
     VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
@@ -137,6 +140,9 @@ export interface Config {
   readonly bodyLimit: number;
   /** Serve /metrics on this port instead of beside the API (undefined: beside the API, behind its auth). */
   readonly metricsPort: number | undefined;
+  /** OTLP/HTTP endpoint for OpenTelemetry traces (one trace per run); undefined: no tracing. */
+  readonly otelEndpoint: string | undefined;
+  readonly otelServiceName: string;
   /** How long a graceful stop waits for runs in flight before it cancels them. */
   readonly shutdownTimeoutMs: number;
   /** Webhook deliveries, run records and finished timers older than this are pruned. */
@@ -202,6 +208,8 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     bodyLimit: value.VIGIL_BODY_LIMIT,
     metricsPort: value.VIGIL_METRICS_PORT,
     shutdownTimeoutMs: value.VIGIL_SHUTDOWN_TIMEOUT_MS,
+    otelEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otelServiceName: value.OTEL_SERVICE_NAME,
     retentionDays: value.VIGIL_RETENTION_DAYS,
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
     contextTokens: value.VIGIL_CONTEXT_TOKENS,

@@ -44,6 +44,9 @@ import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
 import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
 import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { RetentionJob } from './app/retention.js';
+import { startOtelTracing, type OtelTracing } from './adapters/tracing/otel-tracing.js';
+import { OtelRunTracer } from './adapters/tracing/otel-run-tracer.js';
+import { packageInfo } from './package-info.js';
 import { SqlRetentionRepository } from './adapters/sql/retention-repository.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
 import { ContextWindow } from './agent/context/context-window.js';
@@ -104,6 +107,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let jobs: JobQueue | undefined;
   let locks: ThreadLockService | undefined;
   let metricsServer: MetricsServer | undefined;
+  let tracing: OtelTracing | undefined;
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
     const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
@@ -141,7 +145,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
+    tracing = config.otelEndpoint ? startOtelTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName, serviceVersion: packageVersion() }) : undefined;
+    const runTracer = tracing?.tracer;
     const coordinator = new RunCoordinator({
+      ...(runTracer ? { runCallbacks: () => [new OtelRunTracer(runTracer)] } : {}),
       storage,
       graphs,
       events,
@@ -290,6 +297,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await Promise.all([hooks.drain(), telegram?.stop()]);
           await httpClosed;
           await metricsServer?.close();
+          await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last traces'));
           await lockService.close();
           await storage.close();
           logger.info('stopped');
@@ -343,4 +351,8 @@ export async function migrateDatabase(config: Config, logger: Logger): Promise<D
   } finally {
     await storage.close();
   }
+}
+
+function packageVersion(): string {
+  return packageInfo().version;
 }

@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { Logger } from 'pino';
 import type { RegisteredGraph } from '../agent/agent-graph.js';
 import { runConfig } from '../agent/run-settings.js';
@@ -37,6 +38,8 @@ export interface RunCoordinatorDependencies {
   maxRetryAfterMs?: number;
   /** The longest silence inside a model's stream before the attempt fails MODEL_TIMEOUT (the model timeout). */
   modelStallTimeoutMs?: number;
+  /** Callbacks each run's graph gets, made per run (an OpenTelemetry tracer: one trace per run). */
+  runCallbacks?: () => BaseCallbackHandler[];
 }
 
 /** Runs a person's message pre-empts (I8): the agent acting on its own. */
@@ -158,7 +161,7 @@ export class RunCoordinator {
   private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
     const modelSpec = request.agent.model ?? this.deps.defaultModel;
     const execution = new RunExecution(
-      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec) },
+      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec), callbacks: this.deps.runCallbacks },
       request,
       registered,
       controller,

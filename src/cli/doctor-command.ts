@@ -3,7 +3,7 @@ import { delimiter, join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, type Config } from '../config.js';
 import { isVigilError } from '../domain/errors.js';
-import { minimumNodeMajor, packageInfo } from './package-info.js';
+import { minimumNodeMajor, packageInfo } from '../package-info.js';
 
 export interface DoctorOptions {
   environment: Record<string, string | undefined>;

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { isVigilError } from '../domain/errors.js';
-import { packageInfo } from './package-info.js';
+import { packageInfo } from '../package-info.js';
 
 /**
  * The `vigil` command. Each subcommand loads what it needs when it runs: `--help` and

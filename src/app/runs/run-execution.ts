@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
 import type { RegisteredGraph } from '../../agent/agent-graph.js';
@@ -28,6 +29,8 @@ export interface RunExecutionDependencies {
   /** The model spec of the run (the agent's, or the server's default) and its label. */
   modelSpec: string;
   modelName: string;
+  /** Callbacks for this run's graph (a tracer: one trace per run); made once per run. */
+  callbacks?: (() => BaseCallbackHandler[]) | undefined;
 }
 
 /**
@@ -51,6 +54,8 @@ export class RunExecution {
   private taskId: string | undefined;
   private inputStored = false;
   private readonly settings: RunSettings;
+  /** Made once per run, so every attempt of the run lands in the same trace. */
+  private readonly callbacks: BaseCallbackHandler[] | undefined;
   /** Model call → the id its deltas carry (see streamIdOf). */
   private readonly streamIds = new Map<string, string>();
   /** Whether the current attempt streamed any text (a failure after it is a cut stream). */
@@ -67,6 +72,7 @@ export class RunExecution {
     private readonly registered: RegisteredGraph,
     readonly controller: AbortController,
   ) {
+    this.callbacks = deps.callbacks?.();
     const { context, agent } = request;
     this.log = deps.logger.child({ threadId: context.threadId, runId: context.runId });
     // Validated and redacted once: the run record, the log and the envelope share this copy.
@@ -122,7 +128,7 @@ export class RunExecution {
         await streamAttempt(
           this.registered,
           graphInput,
-          runConfig(this.settings),
+          { ...runConfig(this.settings), ...(this.callbacks ? { callbacks: this.callbacks } : {}) },
           { onValues: (values) => this.onValues(values), onReplyChunk: (message, metadata) => this.onReplyChunk(message, metadata) },
           { signal: this.controller.signal, stallTimeoutMs: this.deps.stallTimeoutMs },
         );
