@@ -7,7 +7,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` runtime package is not needed inside an image that has Node 24.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json vite.config.ts* ./
 COPY scripts ./scripts
 COPY src ./src
 COPY bin ./bin
@@ -24,6 +24,7 @@ COPY --from=build --chown=node:node /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --from=build --chown=node:node /app/bin ./bin
+COPY --from=build --chown=node:node /app/web/dist ./web/dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
