@@ -55,6 +55,10 @@ export const configSchema = z
     ANTHROPIC_API_KEY: z.string().min(1).optional(),
     VIGIL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+    // Prometheus metrics on a port of their own (no auth there: bind it where only scrapers reach).
+    VIGIL_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    VIGIL_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    VIGIL_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
     VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
     VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
     // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.
@@ -129,6 +133,12 @@ export interface Config {
   readonly anthropicApiKey: string | undefined;
   readonly logLevel: Parsed['VIGIL_LOG_LEVEL'];
   readonly bodyLimit: number;
+  /** Serve /metrics on this port instead of beside the API (undefined: beside the API, behind its auth). */
+  readonly metricsPort: number | undefined;
+  /** How long a graceful stop waits for runs in flight before it cancels them. */
+  readonly shutdownTimeoutMs: number;
+  /** Webhook deliveries, run records and finished timers older than this are pruned. */
+  readonly retentionDays: number;
   readonly modelTimeoutMs: number;
   /** How late a schedule fire may start before it counts as missed (its missed-run policy applies). */
   readonly scheduleMissedGraceMs: number;
@@ -186,6 +196,9 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     anthropicApiKey: value.ANTHROPIC_API_KEY,
     logLevel: value.VIGIL_LOG_LEVEL,
     bodyLimit: value.VIGIL_BODY_LIMIT,
+    metricsPort: value.VIGIL_METRICS_PORT,
+    shutdownTimeoutMs: value.VIGIL_SHUTDOWN_TIMEOUT_MS,
+    retentionDays: value.VIGIL_RETENTION_DAYS,
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
     scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
     mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),

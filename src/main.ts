@@ -12,7 +12,9 @@ import { RunCoordinator } from './app/run-coordinator.js';
 import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
-import { openStorage } from './adapters/storage-factory.js';
+import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
+import { MIGRATIONS } from './adapters/sql/migrations/index.js';
+import { join } from 'node:path';
 import { openJobQueue, openThreadLocks } from './adapters/jobs/job-queue-factory.js';
 import { SqlTimerRepository } from './adapters/sql/timer-repository.js';
 import { AutonomyService } from './app/autonomy/autonomy-service.js';
@@ -37,6 +39,11 @@ import { SqlPlanRepository } from './adapters/sql/plan-repository.js';
 import { SqlScheduleRepository } from './adapters/sql/schedule-repository.js';
 import { readFromStorage } from './adapters/sql/checkpoint-cache.js';
 import { ScheduleRunner } from './app/schedules/schedule-runner.js';
+import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
+import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
+import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
+import { RetentionJob } from './app/retention.js';
+import { SqlRetentionRepository } from './adapters/sql/retention-repository.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
 
 export interface StartOptions {
@@ -68,6 +75,7 @@ export interface RunningServer {
     overlord: Overlord;
     schedules: ScheduleService;
     scheduleRunner: ScheduleRunner;
+    retention: RetentionJob;
   };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
@@ -86,31 +94,31 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let app: FastifyInstance | undefined;
   let jobs: JobQueue | undefined;
   let locks: ThreadLockService | undefined;
+  let metricsServer: MetricsServer | undefined;
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
-    const models =
-      options.models ??
-      createModelFactory({
-        openaiApiKey: config.openaiApiKey,
-        openaiBaseUrl: config.openaiBaseUrl,
-        anthropicApiKey: config.anthropicApiKey,
-        timeoutMs: config.modelTimeoutMs,
-        demoTokenDelayMs: options.demoTokenDelayMs ?? 0,
-      });
+    const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
+    const models = observeModels(options.models ?? buildModels(config, options.demoTokenDelayMs ?? 0), metrics);
     models(config.model); // fail at start-up, not at the first message, on a bad model setting
     const demo = config.model === 'demo';
     if (demo) logger.warn({ model: modelLabel('demo') }, 'No model configured (VIGIL_MODEL): the offline DEMO model answers. Its replies are canned and labelled as demo.');
     else logger.info({ model: config.model }, 'model configured');
 
     const events = new InProcessEventBus(logger);
-    const chatGraph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models, logger });
+    events.observe((event) => {
+      const decision = autonomyDecisionOf(event);
+      if (decision) metrics.autonomyDecision(decision);
+      if (event.type === 'timer.fire' && event.dueAt) metrics.timerLag((Date.parse(event.at) - Date.parse(event.dueAt)) / 1000);
+    });
+    const checkpointer = measureCheckpointWrites(storage.checkpointer, metrics);
+    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger });
     const planRepository = new SqlPlanRepository(storage.context);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
-    const plannerGraph = registerPlannerGraph({ checkpointer: storage.checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
+    const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
@@ -125,6 +133,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       locks,
       ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
       ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),
+    });
+    coordinator.onRunEnd(async ({ outcome }) => {
+      const { run } = outcome;
+      if (run.endedAt) metrics.runEnded({ trigger: run.trigger, status: run.status, seconds: (Date.parse(run.endedAt) - Date.parse(run.startedAt)) / 1000 });
     });
     const agents = new AgentService(storage, clock);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
@@ -166,6 +178,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const schedules = new ScheduleService(scheduleRepository, jobQueue, agents, conversations, clock, logger);
     const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
+    const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
@@ -207,16 +220,23 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       hooks,
       plans,
       schedules,
+      metrics,
+      ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
       ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret
         ? { telegramWebhook: { secret: telegramConfig.webhookSecret, receive: (update: unknown) => telegram.receiveWebhookUpdate(update) } }
         : {}),
     });
     const address = await app.listen({ host: config.host, port: config.port });
+    if (config.metricsPort !== undefined) {
+      metricsServer = await serveMetrics(metrics, config.host, config.metricsPort);
+      logger.info({ address: metricsServer.url }, 'metrics on a port of their own');
+    }
     // Timers (and schedule fires) that came due while no server ran are delivered now.
     await schedules.recover();
     await jobQueue.start();
     await autonomy.start(); // its safety sweep: timers whose job went missing
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
+    retention.start();
     logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
 
     let closing: Promise<void> | undefined;
@@ -226,18 +246,25 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention },
       url: address,
       close: () =>
         (closing ??= (async () => {
-          logger.info('stopping');
+          logger.info({ graceMs: config.shutdownTimeoutMs }, 'stopping');
+          // Stop accepting first: new requests get 503, the listening socket closes; the
+          // close completes once open streams (which end with their runs) are done.
+          const httpClosed = running.close();
           await telegram?.stopReceiving();
           autonomy.stop();
-          // Runs in flight end (cancelled); the job queue stops taking jobs and waits for its handlers.
-          await Promise.all([coordinator.drain(), jobQueue.stop()]);
+          await retention.stop();
+          // Runs in flight get the grace period to finish, then are cancelled (run.end says
+          // why, which ends their streams); the job queue stops taking jobs and waits for its
+          // handlers, so a timer it had not started stays pending for the next start.
+          await Promise.all([coordinator.drain(config.shutdownTimeoutMs), jobQueue.stop()]);
           await mcp.close();
           await Promise.all([hooks.drain(), telegram?.stop()]);
-          await running.close();
+          await httpClosed;
+          await metricsServer?.close();
           await lockService.close();
           await storage.close();
           logger.info('stopped');
@@ -245,9 +272,50 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     };
   } catch (error) {
     await app?.close().catch(() => undefined);
+    await metricsServer?.close().catch(() => undefined);
     await jobs?.stop().catch(() => undefined);
     await locks?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;
+  }
+}
+
+/** The model resolver for these settings (the server, and `vigil doctor`'s test call). */
+export function buildModels(config: Config, demoTokenDelayMs = 0): ChatModelResolver {
+  return createModelFactory({
+    openaiApiKey: config.openaiApiKey,
+    openaiBaseUrl: config.openaiBaseUrl,
+    anthropicApiKey: config.anthropicApiKey,
+    timeoutMs: config.modelTimeoutMs,
+    demoTokenDelayMs,
+  });
+}
+
+export interface DatabaseStatus {
+  kind: Storage['kind'];
+  /** Where: the SQLite file, or the PostgreSQL schema (never the URL: it may hold a password). */
+  location: string;
+  /** Applied migrations, oldest first. */
+  migrations: { version: number; name: string; appliedAt: string }[];
+  /** Migrations this build knows. */
+  known: number;
+}
+
+/**
+ * Open the configured database, bring its schema up to date (as the server does at
+ * start), report its migrations, and close it: `vigil migrate` and `vigil doctor`.
+ */
+export async function migrateDatabase(config: Config, logger: Logger): Promise<DatabaseStatus> {
+  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, postgresSchema: config.databaseSchema, logger });
+  try {
+    const rows = await storage.context.db.selectFrom('vigil_migrations').select(['version', 'name', 'applied_at']).orderBy('version').execute();
+    return {
+      kind: storage.kind,
+      location: storage.kind === 'sqlite' ? join(config.dataDir, SQLITE_FILE_NAME) : `schema ${config.databaseSchema}`,
+      migrations: rows.map((row) => ({ version: Number(row.version), name: row.name, appliedAt: String(row.applied_at) })),
+      known: MIGRATIONS.length,
+    };
+  } finally {
+    await storage.close();
   }
 }

@@ -49,4 +49,12 @@ export interface JobQueue {
   start(): Promise<void>;
   /** Stops taking jobs and waits for handlers in flight. Idempotent. */
   stop(): Promise<void>;
+  /** Jobs waiting across queues (for metrics): due now, due later, running. May lag slightly. */
+  depth(): Promise<QueueDepth>;
+}
+
+export interface QueueDepth {
+  ready: number;
+  deferred: number;
+  active: number;
 }

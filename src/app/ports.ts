@@ -209,6 +209,8 @@ export interface EventBus {
   publish(event: VigilEvent): void;
   /** Subscribe to one thread's events; returns the unsubscribe function. */
   subscribe(threadId: string, handler: EventHandler): () => void;
+  /** Every event this process publishes, whatever the thread (metrics); returns the stop function. */
+  observe(handler: EventHandler): () => void;
 }
 
 // ---------- time and ids ----------

@@ -86,11 +86,18 @@ export class RunCoordinator {
     this.runEndHooks.push(hook);
   }
 
-  /** Refuse new runs, cancel those in flight and wait for them, for a graceful stop. */
-  async drain(): Promise<void> {
+  /**
+   * For a graceful stop: refuse new runs, give those in flight up to `graceMs` to finish
+   * (their replies are worth keeping), then cancel the rest and wait for them to record
+   * their end. A cancelled run's checkpoint keeps what it had; `run.end` says why.
+   */
+  async drain(graceMs = 0): Promise<void> {
     this.stopping = true;
+    const busy = () => this.active.size > 0 || this.critical > 0;
+    const deadline = Date.now() + graceMs;
+    while (busy() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     for (const run of this.active.values()) run.controller.abort(new VigilError('RUN_CANCELLED', STOPPING_REASON));
-    while (this.active.size > 0 || this.critical > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (busy()) await new Promise((resolve) => setTimeout(resolve, 20));
   }
 
   /** A run that waits for the thread and always starts (unless the server is stopping). */

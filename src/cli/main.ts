@@ -1,41 +1,63 @@
-import { loadConfig } from '../config.js';
+import { Command, Option } from 'commander';
 import { isVigilError } from '../domain/errors.js';
+import { packageInfo } from './package-info.js';
 
 /**
- * `vigil serve` (the default): load and validate the config, start, and stop cleanly on
- * SIGTERM or SIGINT. A bad setting or a failed integrity check exits non-zero.
+ * The `vigil` command. Each subcommand loads what it needs when it runs: `--help` and
+ * `--version` answer at once, without loading LangChain, Fastify or a database driver.
  */
-async function main(argv: string[]): Promise<void> {
-  const command = argv[0] ?? 'serve';
-  if (command !== 'serve') {
-    process.stderr.write(`unknown command "${command}"; usage: vigil serve\n`);
-    process.exitCode = 2;
-    return;
-  }
-  const config = loadConfig(process.env);
-  // Loaded after the config is known good: a bad setting is reported at once, without
-  // first loading LangChain, Fastify and the database drivers.
-  const { startServer } = await import('../main.js');
-  const server = await startServer(config, { demoTokenDelayMs: Number(process.env.VIGIL_DEMO_TOKEN_DELAY_MS ?? 25) });
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    server.logger.info({ signal }, 'signal received');
-    server.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        server.logger.error({ err: error }, 'error while stopping');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+export function buildProgram(): Command {
+  const program = new Command('vigil')
+    .description('A server for LLM agents that act on their own.')
+    .version(packageInfo().version, '-v, --version', 'print the version')
+    .showHelpAfterError('(run with --help for usage)');
+
+  program
+    .command('serve', { isDefault: true })
+    .description('start the server (settings from the environment and VIGIL_CONFIG_FILE; see the README)')
+    .action(async () => {
+      const { serve } = await import('./serve-command.js');
+      await serve();
+    });
+
+  program
+    .command('chat')
+    .description('chat with an agent in the terminal; replies stream, and replies the agent sends on its own arrive marked with why')
+    .option('-a, --agent <agentId>', 'the agent of a new thread (default: your default agent)')
+    .option('-t, --thread <threadId>', 'continue this thread instead of starting one')
+    .addOption(new Option('-u, --url <url>', 'the server').env('VIGIL_URL').default('http://127.0.0.1:8787'))
+    .addOption(new Option('--token <token>', 'bearer token, when the server has VIGIL_AUTH_TOKENS').env('VIGIL_TOKEN'))
+    .action(async (options: { agent?: string; thread?: string; url: string; token?: string }) => {
+      const { chat } = await import('./chat-command.js');
+      process.exitCode = await chat({ ...options, input: process.stdin, output: process.stdout });
+    });
+
+  program
+    .command('doctor')
+    .description('check this machine and these settings: Node, the database and its migrations, the data directory, the model, Telegram and MCP')
+    .option('--no-model-call', 'skip the one tiny test call to a configured model')
+    .action(async (options: { modelCall: boolean }) => {
+      const { doctor } = await import('./doctor-command.js');
+      process.exitCode = await doctor({ environment: process.env, output: process.stdout, modelCall: options.modelCall });
+    });
+
+  program
+    .command('migrate')
+    .description('bring the database schema up to date (the server also does this at start) and print its version')
+    .action(async () => {
+      const { migrateCommand } = await import('./migrate-command.js');
+      process.exitCode = await migrateCommand({ environment: process.env, output: process.stdout });
+    });
+
+  return program;
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  if (isVigilError(error)) process.stderr.write(`vigil: ${error.code}: ${error.message}\n`);
-  else process.stderr.write(`vigil: failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
-  process.exit(1);
-});
+export async function runCli(argv: readonly string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync([...argv], { from: 'user' });
+  } catch (error) {
+    if (isVigilError(error)) process.stderr.write(`vigil: ${error.code}: ${error.message}\n`);
+    else process.stderr.write(`vigil: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -27,6 +27,8 @@ export const runEndEventSchema = z.object({
   reason: z.string().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
+/** A WebSocket subscription is in place: every later event of the thread reaches this client. */
+export const threadSubscribedEventSchema = z.object({ type: z.literal('thread.subscribed'), threadId: z.string(), at: z.string() });
 export const errorEventSchema = z.object({
   type: z.literal('error'),
   threadId: z.string().optional(),
@@ -39,7 +41,7 @@ export const errorEventSchema = z.object({
 // ---------- autonomy: follow-up timers ----------
 const timerBase = { threadId: z.string(), timerId: z.string(), at: z.string() };
 export const timerScheduleEventSchema = z.object({ type: z.literal('timer.schedule'), ...timerBase, dueAt: z.string(), triggerType: z.string(), reason: z.string().optional() });
-export const timerFireEventSchema = z.object({ type: z.literal('timer.fire'), ...timerBase, runId: z.string().optional(), triggerType: z.string() });
+export const timerFireEventSchema = z.object({ type: z.literal('timer.fire'), ...timerBase, dueAt: z.string().optional(), runId: z.string().optional(), triggerType: z.string() });
 export const timerCancelEventSchema = z.object({ type: z.literal('timer.cancel'), ...timerBase, reason: z.string() });
 
 // ---------- planner progress ----------
@@ -74,6 +76,7 @@ export const vigilEventSchema = z.discriminatedUnion('type', [
   messageEndEventSchema,
   runEndEventSchema,
   errorEventSchema,
+  threadSubscribedEventSchema,
   timerScheduleEventSchema,
   timerFireEventSchema,
   timerCancelEventSchema,

@@ -7,6 +7,7 @@ import type { HookService } from '../app/webhooks/hook-service.js';
 import type { PlanService } from '../app/plans/plan-service.js';
 import type { ScheduleService } from '../app/schedules/schedule-service.js';
 import type { EventBus } from '../app/ports.js';
+import type { Metrics } from '../app/metrics.js';
 import type { Authenticator } from './auth.js';
 import type { TelegramWebhookReceiver } from './routes/channel-routes.js';
 
@@ -36,6 +37,9 @@ export interface HttpDependencies {
   schedules?: ScheduleService;
   /** The Telegram channel in webhook mode: its update route exists only then. */
   telegramWebhook?: TelegramWebhookReceiver;
+  /** Operators' metrics; `/metrics` is served when `exposition` is given (and not on a port of its own). */
+  metrics?: Metrics;
+  metricsExposition?: () => Promise<{ contentType: string; body: string }>;
 }
 
 declare module 'fastify' {

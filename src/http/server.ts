@@ -46,7 +46,16 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
     transform: jsonSchemaTransform,
   });
-  await app.register(fastifyWebsocket, { options: { maxPayload: 1024 * 1024 } });
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: 1024 * 1024 },
+    // On a graceful stop, tell each client why its socket closes (1001: going away), so it
+    // reconnects (to another instance, or to this one once it is back).
+    preClose(done) {
+      for (const client of this.websocketServer.clients) client.close(1001, 'the server is stopping');
+      this.websocketServer.close();
+      done();
+    },
+  });
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -75,6 +84,21 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
   );
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  const metrics = deps.metrics;
+  if (metrics) {
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, never the raw URL: ids in paths would make labels grow without bound.
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpRequest({ method: request.method, route, status: reply.statusCode, seconds: reply.elapsedTime / 1000 });
+    });
+  }
+  const exposition = deps.metricsExposition;
+  if (exposition) {
+    app.get('/metrics', { schema: { tags: ['health'], summary: 'Prometheus metrics (protected like the API when auth is on)', hide: true } }, async (_request, reply) => {
+      const { contentType, body } = await exposition();
+      return reply.type(contentType).send(body);
+    });
+  }
 
   await app.register(agentRoutes(deps));
   await app.register(threadRoutes(deps));

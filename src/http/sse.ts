@@ -31,8 +31,10 @@ export async function streamRunAsSse(
     'x-request-id': request.id,
   });
   let open = true;
+  const streamClosed = deps.metrics?.streamOpened('sse');
   raw.on('close', () => {
     open = false;
+    streamClosed?.();
   });
   const write = (event: VigilEvent) => {
     if (open) raw.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);

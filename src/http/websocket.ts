@@ -32,10 +32,12 @@ class Connection {
   constructor(private readonly socket: WebSocket, private readonly request: FastifyRequest, private readonly deps: HttpDependencies) {}
 
   start(): void {
+    const streamClosed = this.deps.metrics?.streamOpened('websocket');
     this.socket.on('message', (data, isBinary) => {
       void this.onFrame(data as Buffer, isBinary);
     });
     this.socket.on('close', () => {
+      streamClosed?.();
       for (const unsubscribe of this.subscriptions.values()) unsubscribe();
       this.subscriptions.clear();
     });
@@ -75,6 +77,8 @@ class Connection {
       case 'thread.subscribe':
         await this.deps.conversations.getThread(this.userId, frame.threadId); // I12: 404 for others' threads
         this.subscribe(frame.threadId);
+        // The acknowledgement: a client (or a test) knows no later event can be missed.
+        this.send({ type: 'thread.subscribed', threadId: frame.threadId, at: new Date().toISOString() });
         return;
       case 'thread.unsubscribe':
         this.subscriptions.get(frame.threadId)?.();

@@ -39,6 +39,10 @@ export class InMemoryJobQueue implements JobQueue {
     this.started = false;
   }
 
+  async depth(): Promise<{ ready: number; deferred: number; active: number }> {
+    return { ready: 0, deferred: this.pending.size, active: 0 };
+  }
+
   /** The pending job of (queue, key), if any. */
   pendingJob(queue: string, key: string): DueJob | undefined {
     return this.pending.get(`${queue}\u0000${key}`);

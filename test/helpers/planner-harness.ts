@@ -38,6 +38,9 @@ export class RecordingEventBus implements EventBus {
   subscribe(threadId: string, handler: (event: VigilEvent) => void): () => void {
     return this.inner.subscribe(threadId, handler);
   }
+  observe(handler: (event: VigilEvent) => void): () => void {
+    return this.inner.observe(handler);
+  }
   ofRun(runId: string): VigilEvent[] {
     return this.events.filter((event) => 'runId' in event && event.runId === runId);
   }

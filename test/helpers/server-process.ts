@@ -14,7 +14,7 @@ export interface ServerProcess {
 
 /** Start `vigil serve` as a real child process (the same command as `npm start`). */
 export function spawnServer(environment: Record<string, string>): { child: ChildProcess; output: () => string; exited: ServerProcess['exited'] } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_PORT: '0', VIGIL_LOG_LEVEL: 'info', VIGIL_DEMO_TOKEN_DELAY_MS: '0', ...environment },
     stdio: ['ignore', 'pipe', 'pipe'],

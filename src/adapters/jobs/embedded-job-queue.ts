@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from 'pino';
-import type { DueJob, JobHandler, JobQueue, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
+import type { DueJob, JobHandler, JobQueue, QueueDepth, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
 import type { Clock } from '../../app/ports.js';
 import type { Database, SqlContext } from '../sql/database.js';
 import { kyselyTransactionOf } from '../sql/timer-repository.js';
@@ -115,6 +115,19 @@ export class EmbeddedJobQueue implements JobQueue {
     const result = await this.#db.deleteFrom('vigil_jobs').where('queue', '=', queue).where('key', '=', key).where('state', '=', 'pending').executeTakeFirst();
     this.#wakeSoon();
     return Number(result.numDeletedRows) > 0;
+  }
+
+  async depth(): Promise<QueueDepth> {
+    const now = this.#now();
+    const rows = await this.#db
+      .selectFrom('vigil_jobs')
+      .select((eb) => [
+        eb.fn.countAll<number>().filterWhere((inner) => inner.and([inner('state', '=', 'pending'), inner('due_at', '<=', now)])).as('ready'),
+        eb.fn.countAll<number>().filterWhere((inner) => inner.and([inner('state', '=', 'pending'), inner('due_at', '>', now)])).as('deferred'),
+        eb.fn.countAll<number>().filterWhere('state', '=', 'active').as('active'),
+      ])
+      .executeTakeFirst();
+    return { ready: Number(rows?.ready ?? 0), deferred: Number(rows?.deferred ?? 0), active: Number(rows?.active ?? 0) };
   }
 
   async work(queue: string, handler: JobHandler): Promise<void> {

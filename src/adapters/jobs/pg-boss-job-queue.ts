@@ -1,6 +1,6 @@
 import { PgBoss, fromKysely, type Job, type JobResult, type JobWithMetadata } from 'pg-boss';
 import type { Logger } from 'pino';
-import type { DueJob, JobHandler, JobQueue, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
+import type { DueJob, JobHandler, JobQueue, QueueDepth, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
 import { kyselyTransactionOf } from '../sql/timer-repository.js';
 
 export interface PgBossJobQueueOptions {
@@ -85,6 +85,13 @@ export class PgBossJobQueue implements JobQueue {
     if (queued.length === 0) return false;
     const result = (await this.#boss.cancel(queue, queued.map((job) => job.id))) as { affected?: number };
     return (result.affected ?? queued.length) > 0;
+  }
+
+  /** From pg-boss's queue table (its counts are refreshed by its monitor, so they may lag a few seconds). */
+  async depth(): Promise<QueueDepth> {
+    if (!this.#started) return { ready: 0, deferred: 0, active: 0 };
+    const queues = await this.#boss.getQueues([...this.#handlers.keys()]);
+    return queues.reduce((sum, queue) => ({ ready: sum.ready + queue.readyCount, deferred: sum.deferred + queue.deferredCount, active: sum.active + queue.activeCount }), { ready: 0, deferred: 0, active: 0 });
   }
 
   async work(queue: string, handler: JobHandler): Promise<void> {

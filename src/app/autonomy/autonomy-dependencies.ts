@@ -33,7 +33,7 @@ export class TimerEvents {
   }
 
   fired(timer: TimerRecord, runId: string): void {
-    this.events.publish({ type: 'timer.fire', threadId: timer.threadId, timerId: timer.id, at: this.now(), runId, triggerType: timer.triggerType });
+    this.events.publish({ type: 'timer.fire', threadId: timer.threadId, timerId: timer.id, at: this.now(), dueAt: timer.dueAt, runId, triggerType: timer.triggerType });
   }
 
   /** Cancelled, dropped or skipped: it will not fire, and `reason` says why. */

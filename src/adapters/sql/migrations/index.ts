@@ -7,8 +7,9 @@ import { timersMigration } from './0002-timers.js';
 import { hooksChannelsMigration } from './0003-hooks-channels.js';
 import { plansMigration } from './0004-plans.js';
 import { schedulesMigration } from './0005-schedules.js';
+import { retentionIndexesMigration } from './0006-retention-indexes.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration];

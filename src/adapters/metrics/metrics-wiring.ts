@@ -1,0 +1,74 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import type { Metrics } from '../../app/metrics.js';
+import type { ChatModelResolver } from '../../app/ports.js';
+import { ModelCallObserver, providerOf } from './model-call-observer.js';
+import type { PrometheusMetrics } from './prometheus-metrics.js';
+
+/** Each resolved model reports its calls (once per model instance: the factory caches them). */
+export function observeModels(models: ChatModelResolver, metrics: Metrics): ChatModelResolver {
+  const observed = new WeakSet<BaseChatModel>();
+  return (spec) => {
+    const model = models(spec);
+    if (!observed.has(model)) {
+      observed.add(model);
+      const { provider, model: name } = providerOf(spec);
+      const existing = Array.isArray(model.callbacks) ? model.callbacks : model.callbacks ? [model.callbacks] : [];
+      model.callbacks = [...existing, new ModelCallObserver(metrics, provider, name)] as typeof model.callbacks;
+    }
+    return model;
+  };
+}
+
+/**
+ * The same saver, with the time of each write measured. A proxy rather than a subclass:
+ * it works for whichever saver the storage built, and every other method is the saver's own.
+ */
+export function measureCheckpointWrites<T extends BaseCheckpointSaver>(saver: T, metrics: Metrics): T {
+  return new Proxy(saver, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (property !== 'put') return value.bind(target);
+      return async (...args: unknown[]) => {
+        const started = performance.now();
+        try {
+          return await (value as (...inner: unknown[]) => Promise<unknown>).apply(target, args);
+        } finally {
+          metrics.checkpointWrite({ seconds: (performance.now() - started) / 1000 });
+        }
+      };
+    },
+  });
+}
+
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** `/metrics` alone on a port of its own (VIGIL_METRICS_PORT), for a scraper on a private network. */
+export async function serveMetrics(metrics: PrometheusMetrics, host: string, port: number): Promise<MetricsServer> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    metrics.exposition().then(
+      ({ contentType, body }) => response.writeHead(200, { 'content-type': contentType }).end(body),
+      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics failed\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shown}:${address.port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,91 @@
+import type { Logger } from 'pino';
+import type { Clock, Iso } from './ports.js';
+
+/** What may be pruned: only records nothing waits on (finished runs, settled timers, old deliveries). */
+export interface RetentionStore {
+  /** Delete at most `limit` rows of `kind` older than `before`; returns how many went. */
+  pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number>;
+}
+
+export type RetentionKind = 'hook_deliveries' | 'runs' | 'timers';
+export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'runs', 'timers'];
+
+export interface RetentionOptions {
+  store: RetentionStore;
+  clock: Clock;
+  logger: Logger;
+  retentionDays: number;
+  /** First pass after start, then every `intervalMs`. */
+  initialDelayMs?: number;
+  intervalMs?: number;
+  /** Rows per delete: small, so no statement holds the database (or SQLite's event loop) for long. */
+  batchSize?: number;
+}
+
+/**
+ * The retention job: webhook deliveries, run records and settled timers older than
+ * VIGIL_RETENTION_DAYS are deleted in small batches, yielding between them, so requests are
+ * never held up. One pass at a time; its own errors are logged, never thrown; stop waits
+ * for a pass in flight. Every instance may run it: deletes are idempotent.
+ */
+export class RetentionJob {
+  readonly #options: Required<Omit<RetentionOptions, 'store' | 'clock' | 'logger'>> & Pick<RetentionOptions, 'store' | 'clock' | 'logger'>;
+  #timer: NodeJS.Timeout | undefined;
+  #pass: Promise<Record<RetentionKind, number>> | undefined;
+  #stopped = false;
+
+  constructor(options: RetentionOptions) {
+    this.#options = { initialDelayMs: 60_000, intervalMs: 6 * 3600_000, batchSize: 500, ...options };
+  }
+
+  /** Idempotent. */
+  start(): void {
+    if (this.#timer || this.#stopped) return;
+    this.#arm(this.#options.initialDelayMs);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#pass;
+  }
+
+  /** One pass now (or the one in flight): how many rows of each kind were deleted. */
+  runOnce(): Promise<Record<RetentionKind, number>> {
+    this.#pass ??= this.#prune().finally(() => {
+      this.#pass = undefined;
+    });
+    return this.#pass;
+  }
+
+  #arm(delayMs: number): void {
+    this.#timer = setTimeout(() => {
+      void this.runOnce().then(() => {
+        if (!this.#stopped) this.#arm(this.#options.intervalMs);
+      });
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  async #prune(): Promise<Record<RetentionKind, number>> {
+    const { store, clock, logger, retentionDays, batchSize } = this.#options;
+    const before = new Date(clock.now().getTime() - retentionDays * 24 * 3600_000).toISOString();
+    const deleted: Record<RetentionKind, number> = { hook_deliveries: 0, runs: 0, timers: 0 };
+    try {
+      for (const kind of RETENTION_KINDS) {
+        for (;;) {
+          if (this.#stopped) break;
+          const count = await store.pruneBatch(kind, before, batchSize);
+          deleted[kind] += count;
+          if (count < batchSize) break;
+          await new Promise((resolve) => setImmediate(resolve)); // let requests in between batches
+        }
+      }
+      logger.info({ before, deleted, retentionDays }, 'retention pass done');
+    } catch (error) {
+      logger.error({ err: error, before, deleted }, 'retention pass failed; the next one tries again');
+    }
+    return deleted;
+  }
+}

@@ -1,0 +1,192 @@
+import { createInterface } from 'node:readline';
+import { z } from 'zod';
+import { vigilEventSchema, type VigilEvent } from '../domain/events.js';
+import type { RunTrigger } from '../domain/run-context.js';
+import { describeTrigger } from '../domain/trigger-description.js';
+
+export interface ChatOptions {
+  url: string;
+  token?: string | undefined;
+  agent?: string | undefined;
+  thread?: string | undefined;
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream;
+}
+
+const threadSchema = z.object({ id: z.string(), agentId: z.string(), title: z.string().nullable() }).passthrough();
+const runSchema = z.object({ meta: z.record(z.string(), z.unknown()) }).passthrough();
+const historySchema = z.object({ messages: z.array(z.object({ role: z.string(), content: z.unknown() }).passthrough()) }).passthrough();
+
+/**
+ * `vigil chat`: a terminal conversation over the public API (REST + WebSocket), so it
+ * sees what any client sees: replies stream token by token, and a reply the agent sends
+ * on its own (a follow-up, a schedule, a webhook) arrives while the prompt waits, marked
+ * with why. Returns the exit code.
+ */
+export async function chat(options: ChatOptions): Promise<number> {
+  const base = options.url.replace(/\/+$/, '');
+  const out = (text: string) => options.output.write(text);
+  const api = async <T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> => {
+    const headers: Record<string, string> = {};
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const response = await fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const parsed: unknown = await response.json().catch(() => undefined);
+    if (!response.ok) {
+      const error = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).safeParse(parsed);
+      throw new Error(error.success ? `${error.data.error.code}: ${error.data.error.message}` : `HTTP ${response.status} from ${method} ${path}`);
+    }
+    return schema.parse(parsed);
+  };
+
+  let thread: z.infer<typeof threadSchema>;
+  try {
+    thread = options.thread
+      ? await api('GET', `/api/threads/${encodeURIComponent(options.thread)}`, threadSchema)
+      : await api('POST', '/api/threads', threadSchema, options.agent ? { agentId: options.agent } : {});
+  } catch (error) {
+    out(`vigil chat: ${error instanceof Error ? error.message : String(error)} (is the server running at ${base}?)\n`);
+    return 1;
+  }
+  out(`thread ${thread.id} with agent ${thread.agentId}. Type a message; /quit to leave.\n`);
+  if (options.thread) {
+    const history = await api('GET', `/api/threads/${encodeURIComponent(thread.id)}/history?limit=20`, historySchema);
+    for (const message of history.messages) out(`${message.role === 'user' ? 'you' : 'agent'}> ${contentText(message.content)}\n`);
+  }
+
+  const socketUrl = `${base.replace(/^http/, 'ws')}/api/ws${options.token ? `?token=${encodeURIComponent(options.token)}` : ''}`;
+  const socket = new WebSocket(socketUrl);
+  const opened = new Promise<void>((resolve, reject) => {
+    socket.addEventListener('open', () => resolve(), { once: true });
+    socket.addEventListener('error', () => reject(new Error(`cannot open ${socketUrl.replace(/\?token=.*/, '')}`)), { once: true });
+  });
+  try {
+    await opened;
+  } catch (error) {
+    out(`vigil chat: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  const subscribed = waitForEvent(socket, (event) => event.type === 'thread.subscribed' && event.threadId === thread.id);
+  socket.send(JSON.stringify({ type: 'thread.subscribe', threadId: thread.id }));
+  await subscribed;
+
+  const prompt = () => out('you> ');
+  /** Runs whose tokens were printed, so their whole message is not printed again. */
+  const streamed = new Set<string>();
+  const openLine = new Set<string>();
+  let waitingForOwnRun = false;
+  const whyOf = async (runId: string, trigger: RunTrigger) => {
+    try {
+      const run = await api('GET', `/api/runs/${encodeURIComponent(runId)}`, runSchema);
+      return describeTrigger(trigger, run.meta);
+    } catch {
+      return describeTrigger(trigger);
+    }
+  };
+
+  // Events print in arrival order, one after another: the "why" of an autonomous run is
+  // looked up before its tokens are printed, so it always comes first.
+  let printing: Promise<void> = Promise.resolve();
+  socket.addEventListener('message', (message) => {
+    const parsed = vigilEventSchema.safeParse(safeJson(String(message.data)));
+    if (!parsed.success) return;
+    const event: VigilEvent = parsed.data;
+    printing = printing.then(() => show(event)).catch(() => undefined);
+  });
+  const show = async (event: VigilEvent): Promise<void> => {
+    if ('threadId' in event && event.threadId !== undefined && event.threadId !== thread.id) return;
+    switch (event.type) {
+      case 'run.start':
+        if (event.trigger === 'user') {
+          out('agent> ');
+          openLine.add(event.runId);
+        } else {
+          // A reply that arrives while the person is away, introduced with why it came.
+          out(`\n[${await whyOf(event.runId, event.trigger)}]\nagent> `);
+          openLine.add(event.runId);
+        }
+        return;
+      case 'message.delta':
+        streamed.add(event.runId);
+        out(event.delta);
+        return;
+      case 'message.end':
+        if (event.message.role === 'assistant' && !streamed.has(event.runId)) out(contentText(event.message.content));
+        return;
+      case 'run.end':
+        if (event.status === 'failed') out(`\n[the run failed: ${event.error?.code ?? 'ERROR'}: ${event.error?.message ?? event.reason ?? ''}]`);
+        if (event.status === 'cancelled') out(`\n[cancelled${event.reason ? `: ${event.reason}` : ''}]`);
+        if (openLine.delete(event.runId) || event.status !== 'succeeded') out('\n');
+        streamed.delete(event.runId);
+        waitingForOwnRun = false;
+        prompt();
+        return;
+      case 'error':
+        out(`\n[error ${event.code}: ${event.message}]\n`);
+        waitingForOwnRun = false;
+        prompt();
+        return;
+      default:
+        return;
+    }
+  };
+
+  const closed = new Promise<number>((resolve) => {
+    socket.addEventListener('close', () => resolve(0), { once: true });
+  });
+  const lines = createInterface({ input: options.input, terminal: false });
+  prompt();
+  lines.on('line', (line) => {
+    const text = line.trim();
+    if (text === '/quit' || text === '/exit') {
+      lines.close();
+      return;
+    }
+    if (!text) return prompt();
+    waitingForOwnRun = true;
+    socket.send(JSON.stringify({ type: 'message.send', threadId: thread.id, content: text }));
+  });
+  // End of input (a pipe, or /quit): let a reply in flight finish, then leave.
+  lines.on('close', () => {
+    const leave = () => socket.close();
+    if (!waitingForOwnRun) return leave();
+    const poll = setInterval(() => {
+      if (!waitingForOwnRun) {
+        clearInterval(poll);
+        leave();
+      }
+    }, 50);
+  });
+  return closed;
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (part && typeof part === 'object' && 'text' in part && typeof part.text === 'string' ? part.text : '[attachment]'))
+      .join('');
+  }
+  return JSON.stringify(content);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function waitForEvent(socket: WebSocket, match: (event: VigilEvent) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (message: MessageEvent) => {
+      const parsed = vigilEventSchema.safeParse(safeJson(String(message.data)));
+      if (parsed.success && match(parsed.data)) {
+        socket.removeEventListener('message', onMessage);
+        resolve();
+      }
+    };
+    socket.addEventListener('message', onMessage);
+  });
+}

@@ -1,0 +1,138 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = 'bin/vigil.js';
+
+/** The built `vigil` command, as a user runs it (npm install builds dist/ through `prepare`). */
+function vigil(args: string[], environment: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_LOG_LEVEL: 'silent', ...environment },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+beforeAll(() => {
+  // Cheap when dist/ is fresh; compiles when a source file changed since the last build.
+  const build = spawnSync(process.execPath, ['scripts/build-if-stale.mjs'], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
+  if (build.status !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
+}, 240_000);
+
+describe('the vigil command', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await makeTempDir();
+  });
+  afterAll(async () => {
+    await removeTempDir(dataDir);
+  });
+
+  it('prints its version and help for every command', () => {
+    const version = vigil(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    for (const command of ['serve', 'chat', 'doctor', 'migrate']) {
+      const help = vigil([command, '--help']);
+      expect(help.code, command).toBe(0);
+      expect(help.stdout).toContain(`Usage: vigil ${command}`);
+    }
+    const unknown = vigil(['frobnicate']);
+    expect(unknown.code).not.toBe(0);
+  });
+
+  it('migrate brings a new SQLite database to the current schema version', () => {
+    const result = vigil(['migrate'], { VIGIL_DATA_DIR: dataDir });
+    expect(result.code, result.stderr).toBe(0);
+    const match = /^sqlite \(.*\): schema version (\d+) of (\d+)/.exec(result.stdout);
+    expect(match, result.stdout).not.toBeNull();
+    expect(match![1]).toBe(match![2]);
+  });
+
+  it('doctor passes every check on a working setup and exits 0', () => {
+    const result = vigil(['doctor'], { VIGIL_DATA_DIR: dataDir });
+    expect(result.code, result.stdout).toBe(0);
+    for (const check of ['node', 'settings', 'data directory', 'database', 'model']) expect(result.stdout).toMatch(new RegExp(`^ok +${check}:`, 'm'));
+    expect(result.stdout).toContain('all checks passed');
+  });
+
+  it('doctor names a failing check with its fix and exits non-zero', () => {
+    const unreachable = vigil(['doctor', '--no-model-call'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stdout).toMatch(/^FAIL +database: /m);
+    expect(unreachable.stdout).toMatch(/fix: check DATABASE_URL/);
+    const badSetting = vigil(['doctor'], { VIGIL_PORT: 'eighty' });
+    expect(badSetting.code).toBe(1);
+    expect(badSetting.stdout).toMatch(/^FAIL +settings: .*VIGIL_PORT/m);
+  });
+});
+
+describe('vigil chat', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ kind: 'sqlite' });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  /** `vigil chat` from the source tree, with its input held open until the test ends it. */
+  function startChat(args: string[], token: string) {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'chat', '--url', server.url, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_TOKEN: token },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    return { child, output: () => output, exited };
+  }
+
+  it('streams a reply, then shows a follow-up the agent sends on its own, marked with why', async () => {
+    const agent = await server.request('POST', '/api/agents', {
+      body: {
+        id: 'cli-agent',
+        name: 'CLI agent',
+        autonomy: {
+          enabled: true,
+          delaysMs: { check_in: 300, question_unanswered: 300, task_incomplete: 300, waiting_for_decision: 300 },
+          minDelayMs: 10,
+          maxPerSilence: 1,
+        },
+      },
+    });
+    expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+    const chat = startChat(['--agent', 'cli-agent'], ALICE.token);
+    try {
+      await waitFor(() => chat.output().includes('Type a message'), 30_000, 'the chat to open its thread');
+      chat.child.stdin.write('what is the plan?\n');
+      await waitFor(() => chat.output().includes('You said: "what is the plan?"'), 30_000, 'the streamed reply');
+      // The demo reply ends with a question, so a follow-up comes by itself.
+      await waitFor(() => /\[followed up: [^\]]+\]\nagent> \[demo model\] Following up/.test(chat.output()), 30_000, 'the follow-up');
+      // The synthetic prompt that started the follow-up is never shown as the person's words.
+      expect(chat.output()).not.toMatch(/you> .*AUTONOMOUS/);
+    } catch (error) {
+      throw new Error(`${String(error)}; the chat printed:\n${chat.output()}`);
+    } finally {
+      chat.child.stdin.end();
+    }
+    expect(await chat.exited).toBe(0);
+  }, 120_000);
+
+  it('I12: another user cannot open someone else\'s thread', async () => {
+    const thread = await server.request('POST', '/api/threads', { body: {} });
+    expect(thread.status).toBe(201);
+    const chat = startChat(['--thread', thread.body.id], BOB.token);
+    chat.child.stdin.end();
+    expect(await chat.exited).toBe(1);
+    expect(chat.output()).toContain('THREAD_NOT_FOUND');
+  });
+});
