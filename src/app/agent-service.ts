@@ -1,4 +1,5 @@
 import { VigilError } from '../domain/errors.js';
+import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import type { AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
@@ -32,6 +33,11 @@ export class AgentService {
 
   /** Set one key of the agent's settings (a feature's policy); AGENT_NOT_FOUND when it is not the user's. */
   async updateSetting(userId: string, agentId: string, key: string, value: unknown): Promise<AgentRecord> {
+    if (key === 'tools') {
+      // The same validation whatever the entry point (HTTP, CLI, a test): a bad policy never reaches a run.
+      const checked = toolSettingsSchema.safeParse(value);
+      if (!checked.success) throw new VigilError('VALIDATION_FAILED', `invalid tool settings: ${checked.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`);
+    }
     const agent = await this.storage.agents.updateSetting(userId, agentId, key, value, this.clock.now().toISOString());
     if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
     return agent;

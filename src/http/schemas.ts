@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
+import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 
 /**
@@ -33,8 +34,12 @@ export const createAgentBody = z
     model: modelSpec.nullable().default(null),
     /** The agent's autonomy policy (idle follow-ups); off when omitted. */
     autonomy: autonomyPolicySchema.optional(),
+    /** Tool settings, the same shape on every agent kind: approval policy, fetch allow-list, MCP servers, bounds. */
+    tools: toolSettingsSchema.optional(),
   })
   .strict();
+/** Change parts of an agent; each key given replaces that setting whole. */
+export const patchAgentBody = z.object({ tools: toolSettingsSchema.optional() }).strict();
 export const agentParams = z.object({ agentId: idParam }).strict();
 export const createThreadBody = z.object({ agentId: idParam.optional(), title: z.string().trim().min(1).max(200).optional() }).strict();
 export const threadParams = z.object({ threadId: idParam }).strict();

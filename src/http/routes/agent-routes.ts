@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { HttpDependencies } from '../http-dependencies.js';
-import { agentDto, agentParams, createAgentBody, createMemoryBody, errorBody, listMemoriesQuery, memoryDto, memoryParams, toAgentDto, toMemoryDto } from '../schemas.js';
+import { agentDto, agentParams, createAgentBody, createMemoryBody, errorBody, listMemoriesQuery, memoryDto, memoryParams, patchAgentBody, toAgentDto, toMemoryDto } from '../schemas.js';
 
 export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
   return async (app) => {
     app.post('/api/agents', { schema: { tags: ['agents'], body: createAgentBody, response: { 201: agentDto, 400: errorBody, 409: errorBody } } }, async (request, reply) => {
-      const { autonomy, ...fields } = request.body;
-      const agent = await deps.agents.create(request.userId, { ...fields, settings: autonomy ? { autonomy } : {} });
+      const { autonomy, tools, ...fields } = request.body;
+      const agent = await deps.agents.create(request.userId, { ...fields, settings: { ...(autonomy ? { autonomy } : {}), ...(tools ? { tools } : {}) } });
       return reply.status(201).send(toAgentDto(agent));
     });
 
@@ -17,6 +17,16 @@ export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
 
     app.get('/api/agents/:agentId', { schema: { tags: ['agents'], params: agentParams, response: { 200: agentDto, 404: errorBody } } }, async (request) =>
       toAgentDto(await deps.agents.get(request.userId, request.params.agentId)),
+    );
+
+    app.patch(
+      '/api/agents/:agentId',
+      { schema: { tags: ['agents'], params: agentParams, body: patchAgentBody, response: { 200: agentDto, 400: errorBody, 404: errorBody } } },
+      async (request) => {
+        let agent = await deps.agents.get(request.userId, request.params.agentId);
+        if (request.body.tools !== undefined) agent = await deps.agents.updateSetting(request.userId, agent.id, 'tools', request.body.tools);
+        return toAgentDto(agent);
+      },
     );
 
     app.post(
