@@ -45,6 +45,12 @@ import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { RetentionJob } from './app/retention.js';
 import { SqlRetentionRepository } from './adapters/sql/retention-repository.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
+import { ApprovalService } from './app/approvals/approval-service.js';
+import type { ApprovalGate } from './app/approvals/approval-ports.js';
+import { waitingStepReader } from './app/approvals/waiting-step.js';
+import { SqlApprovalRepository } from './adapters/sql/approval-repository.js';
+import { ChatToolboxSource } from './agent/tool-loop/chat-toolbox.js';
+import { ToolLoop, toolLoopEndReason } from './agent/tool-loop/tool-loop.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -76,6 +82,7 @@ export interface RunningServer {
     schedules: ScheduleService;
     scheduleRunner: ScheduleRunner;
     retention: RetentionJob;
+    approvals: ApprovalService;
   };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
@@ -111,15 +118,25 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       if (event.type === 'timer.fire' && event.dueAt) metrics.timerLag((Date.parse(event.at) - Date.parse(event.dueAt)) / 1000);
     });
     const checkpointer = measureCheckpointWrites(storage.checkpointer, metrics);
-    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger });
-    const planRepository = new SqlPlanRepository(storage.context);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
+    const chatTools = new ChatToolboxSource({ agents: storage.agents, toolboxes });
+    // The approval service needs the coordinator and the job queue (built below); the tool loop reaches it through this late-bound gate.
+    let approvals: ApprovalService | undefined;
+    const approvalGate: ApprovalGate = {
+      requestStep: (input) => required(approvals, 'approvals').requestStep(input),
+      beginExecution: (id) => required(approvals, 'approvals').beginExecution(id),
+      finishExecution: (id, result) => required(approvals, 'approvals').finishExecution(id, result),
+      reread: (id) => required(approvals, 'approvals').reread(id),
+    };
+    const toolLoop = new ToolLoop({ tools: chatTools, approvals: approvalGate, logger });
+    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger, toolLoop });
+    const planRepository = new SqlPlanRepository(storage.context);
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
     const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger });
-    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
+    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]), endReason: toolLoopEndReason }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
     const coordinator = new RunCoordinator({
@@ -143,7 +160,38 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const memories = new MemoryService(storage, agents, clock);
     const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs });
     jobs = jobQueue;
-    const autonomy = new AutonomyService({ storage, timers: new SqlTimerRepository(storage.context), jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
+    const approvalService = new ApprovalService({
+      repository: new SqlApprovalRepository(storage.context),
+      storage,
+      jobs: jobQueue,
+      events,
+      coordinator,
+      clock,
+      logger,
+      validate: (userId, agentId, tool, args) => chatTools.validate(userId, agentId, tool, args),
+      waitingStep: waitingStepReader(graphs, config.model),
+    });
+    approvals = approvalService;
+    await approvalService.attach();
+    // A person's message supersedes the calls waiting on the thread, on receipt (the model is told).
+    conversations.onUserMessage((thread) => approvalService.supersedeThread(thread.id, thread.userId));
+    // While a thread waits for a decision, schedules and webhooks do not start runs on it (follow-ups check it themselves).
+    conversations.guardTriggeredRuns(async (threadId, trigger) =>
+      trigger !== 'autonomy' && trigger !== 'channel' && (await approvalService.hasPending(threadId)) ? 'awaiting_approval' : null,
+    );
+    const autonomy = new AutonomyService({
+      storage,
+      timers: new SqlTimerRepository(storage.context),
+      jobs: jobQueue,
+      conversations,
+      coordinator,
+      events,
+      clock,
+      logger,
+      models,
+      defaultModel: config.model,
+      awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+    });
     await autonomy.attach();
     const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });
     const planOverlord = new Overlord({
@@ -220,6 +268,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       hooks,
       plans,
       schedules,
+      approvals: approvalService,
       metrics,
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
       ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret
@@ -235,6 +284,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await schedules.recover();
     await jobQueue.start();
     await autonomy.start(); // its safety sweep: timers whose job went missing
+    await approvalService.recover(); // pending approvals keep their deadlines across restarts
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
     retention.start();
     logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
@@ -246,7 +296,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, approvals: approvalService },
       url: address,
       close: () =>
         (closing ??= (async () => {
@@ -278,6 +328,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await storage.close().catch(() => undefined);
     throw error;
   }
+}
+
+function required<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`${what} used before the server finished starting`);
+  return value;
 }
 
 /** The model resolver for these settings (the server, and `vigil doctor`'s test call). */

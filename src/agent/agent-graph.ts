@@ -7,7 +7,8 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 export interface AgentGraph {
   /** `null` resumes the thread from its last checkpoint (an interrupted turn is finished). */
   stream(input: Record<string, unknown> | null, options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[] }): Promise<AsyncIterable<unknown>>;
-  getState(config: RunnableConfig): Promise<{ values: unknown }>;
+  /** `tasks[].interrupts`: what the thread waits for when a node called interrupt() (I16). */
+  getState(config: RunnableConfig): Promise<{ values: unknown; tasks?: ReadonlyArray<{ interrupts?: readonly unknown[] }> }>;
 }
 
 export interface RegisteredGraph {

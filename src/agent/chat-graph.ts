@@ -7,6 +7,7 @@ import { chooseMemoryQuery, type MemoryQuerySource } from '../domain/memory-quer
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
 import { buildModelInput } from './envelope-injection.js';
 import { runSettingsOf } from './run-settings.js';
+import { closeDanglingToolCalls, TOOLS_NODE, type ToolLoop } from './tool-loop/tool-loop.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
 export interface RecalledMemory {
@@ -35,6 +36,8 @@ export interface ChatGraphDependencies {
   logger: Logger;
   /** How many memories one turn recalls. */
   memoryLimit?: number;
+  /** The agent's tools (model → tools → model); absent: the model answers with text alone. */
+  toolLoop?: ToolLoop;
 }
 
 export const RESPOND_NODE = 'respond';
@@ -42,7 +45,7 @@ export const MEMORY_NODE = 'recall_memories';
 
 /** memory retrieval → respond. */
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
-  const { memories, models, logger } = dependencies;
+  const { memories, models, logger, toolLoop } = dependencies;
   const memoryLimit = dependencies.memoryLimit ?? 5;
 
   async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
@@ -67,10 +70,10 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 
   async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
-    const model = models(run.model);
+    const model = toolLoop ? await toolLoop.bindModel(models(run.model), state.messages, run) : models(run.model);
     // The recalled memories, the run context rule and the envelope live in this call's
     // input only; the saved history receives just the reply.
-    const input = buildModelInput(state.messages, run, { systemPrompt: systemPromptFor(run.systemPrompt, state.recalled) });
+    const input = buildModelInput(closeDanglingToolCalls(state.messages), run, { systemPrompt: systemPromptFor(run.systemPrompt, state.recalled) });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
@@ -79,13 +82,16 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     return { messages: [reply] };
   }
 
-  return new StateGraph(ChatState)
+  const graph = new StateGraph(ChatState)
     .addNode(MEMORY_NODE, recallMemories)
     .addNode(RESPOND_NODE, respond)
+    .addNode(TOOLS_NODE, async (state: ChatStateValue, config: RunnableConfig) => ({ messages: toolLoop ? await toolLoop.runTools(state.messages, config) : [] }))
     .addEdge(START, MEMORY_NODE)
     .addEdge(MEMORY_NODE, RESPOND_NODE)
-    .addEdge(RESPOND_NODE, END)
-    .compile({ checkpointer: dependencies.checkpointer });
+    // respond → tools → respond until the model answers in text; bounded by the tool loop (I9).
+    .addConditionalEdges(RESPOND_NODE, async (state: ChatStateValue, config: RunnableConfig) => (toolLoop && (await toolLoop.route(state.messages, runSettingsOf(config))) === 'tools' ? TOOLS_NODE : END), [TOOLS_NODE, END])
+    .addEdge(TOOLS_NODE, RESPOND_NODE);
+  return graph.compile({ checkpointer: dependencies.checkpointer });
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;

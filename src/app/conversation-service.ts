@@ -25,6 +25,9 @@ export interface SendOptions {
 /** Called when a person's message is received, before it waits for the thread or reaches a model. */
 export type UserMessageHook = (thread: ThreadRecord, receivedAt: string) => Promise<void>;
 
+/** A reason why a system-started run must not start on the thread now, or null. */
+export type TriggeredRunGuard = (threadId: string, trigger: RunContext['trigger']) => Promise<string | null>;
+
 /** What a system-started run may add: how it treats a busy thread, its admission check, its retry gate. */
 export interface TriggeredRunGate {
   whenBusy?: 'wait' | 'decline';
@@ -35,6 +38,7 @@ export interface TriggeredRunGate {
 /** Threads, their history, and a person's message: the use cases of the chat API. */
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
+  private readonly triggeredRunGuards: TriggeredRunGuard[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -52,6 +56,11 @@ export class ConversationService {
   /** Register a hook run on receipt of every person's message (autonomy cancels the thread's timers there, I6). */
   onUserMessage(hook: UserMessageHook): void {
     this.userMessageHooks.push(hook);
+  }
+
+  /** Register a check every system-started run passes, under the thread's lock (approvals: a waiting thread takes no autonomous run). */
+  guardTriggeredRuns(guard: TriggeredRunGuard): void {
+    this.triggeredRunGuards.push(guard);
   }
 
   listThreads(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage> {
@@ -120,7 +129,10 @@ export class ConversationService {
     request: { trigger: Exclude<RunContext['trigger'], 'user'>; input: HumanMessage; meta?: Record<string, unknown>; correlationId?: string; runId?: string },
   ): Promise<RunOutcome> {
     const outcome = await this.tryRunTriggered(userId, threadId, request, {});
-    if ('declined' in outcome) throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without a gate
+    if ('declined' in outcome) {
+      if (outcome.declined === 'awaiting_approval') throw new VigilError('THREAD_AWAITING_APPROVAL', 'the thread waits for a decision on a tool call; this run was skipped');
+      throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without a gate
+    }
     return outcome;
   }
 
@@ -145,7 +157,18 @@ export class ConversationService {
     if (request.input !== null && isRealUserMessage({ type: 'human', content: request.input.content, additional_kwargs: request.input.additional_kwargs })) {
       for (const hook of this.userMessageHooks) await hook(thread, context.requestedAt);
     }
-    return this.coordinator.tryRun({ context, agent, input: request.input, ...gate });
+    const guards = this.triggeredRunGuards;
+    const admit = async (admitted: RunContext, signal: AbortSignal): Promise<Admission> => {
+      for (const guard of guards) {
+        const reason = await guard(admitted.threadId, admitted.trigger);
+        if (reason !== null) {
+          this.logger.info({ threadId: admitted.threadId, trigger: admitted.trigger, reason }, 'a system-started run was skipped');
+          return { admitted: false, reason };
+        }
+      }
+      return gate.admit ? gate.admit(admitted, signal) : { admitted: true };
+    };
+    return this.coordinator.tryRun({ context, agent, input: request.input, ...gate, admit });
   }
 
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */

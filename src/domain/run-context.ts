@@ -17,5 +17,6 @@ export interface RunContext {
   readonly correlationId: string;
 }
 
-export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+/** `interrupted`: the run stopped to wait for a person (an approval, I16); it never counts as finished. */
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'cancelled', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AgentService } from '../app/agent-service.js';
+import type { ApprovalService } from '../app/approvals/approval-service.js';
 import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
 import type { MemoryService } from '../app/memory-service.js';
@@ -33,6 +34,8 @@ export interface HttpDependencies {
   hooks?: HookService;
   /** Planner agents: plans, resume, tools and planner settings. */
   plans?: PlanService;
+  /** Tool calls waiting for a person's decision. */
+  approvals?: ApprovalService;
   /** Cron and one-shot schedules. */
   schedules?: ScheduleService;
   /** The Telegram channel in webhook mode: its update route exists only then. */

@@ -23,6 +23,8 @@ export interface Toolbox {
   /** Configured MCP servers whose tools could not be loaded, and why. */
   readonly unavailable: ReadonlyArray<{ server: string; error: string }>;
   has(name: string): boolean;
+  /** Why these arguments do not fit the tool's schema, or null when they do (an edited approval is checked here). */
+  validate(name: string, args: Record<string, unknown>): string | null;
   /** The tool's output as text; throws when the tool fails or its arguments are invalid. */
   call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<string>;
 }
@@ -45,6 +47,14 @@ export class PlannerToolboxFactory implements ToolboxFactory {
       descriptors: entries.map((entry) => entry.descriptor),
       unavailable: servers.filter((server) => server.error !== undefined).map((server) => ({ server: server.server, error: server.error ?? '' })),
       has: (name) => byName.has(name),
+      validate: (name, args) => {
+        const tool = byName.get(name);
+        if (!tool) return `no tool named "${name}"`;
+        const schema: unknown = tool.schema;
+        if (!isInteropZodSchema(schema)) return null; // an MCP tool's JSON schema: its server checks the call
+        const checked = (schema as { safeParse(value: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }).safeParse(args);
+        return checked.success ? null : (checked.error?.issues ?? []).map((issue) => `${issue.path.map(String).join('.') || '(arguments)'}: ${issue.message}`).join('; ');
+      },
       call: async (name, args, signal) => {
         const tool = byName.get(name);
         if (!tool) throw new Error(`no tool named "${name}"`);

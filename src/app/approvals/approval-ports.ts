@@ -34,3 +34,30 @@ export interface ApprovalRepository {
   beginExecution(id: string): Promise<boolean>;
   finishExecution(id: string, result: string): Promise<void>;
 }
+
+/** One tool call of a step that needs a person's decision. */
+export interface ApprovalAsk {
+  toolCallId: string;
+  tool: string;
+  /** The real arguments: hashed, and redacted for display; never stored as they are. */
+  args: Record<string, unknown>;
+  timeoutMs: number;
+}
+
+/**
+ * What the agent's tool loop needs of the approvals: ask for a step's calls (idempotent,
+ * so a replayed step asks nothing twice), and record an approved call's execution before
+ * and after it, so that it runs exactly once (I16).
+ */
+export interface ApprovalGate {
+  requestStep(input: {
+    run: { runId: string; threadId: string; userId: string; agentId: string };
+    messageId: string;
+    attended: boolean;
+    calls: ApprovalAsk[];
+  }): Promise<import('../../domain/tools/approval.js').ApprovalRecord[]>;
+  beginExecution(id: string): Promise<boolean>;
+  finishExecution(id: string, result: string): Promise<void>;
+  /** Re-read one request (after a begin that lost, to find the result of the run that won). */
+  reread(id: string): Promise<import('../../domain/tools/approval.js').ApprovalRecord | undefined>;
+}
