@@ -124,4 +124,161 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(model.requests[3]!.body.tools).toBeUndefined();
     expect(toolResults(model.requests[2]!).at(-1)!.content).toContain('already made 1 times');
   });
+
+  // ---------- approvals (I16) ----------
+  /** The run that resumed a waiting one carries its correlation id. */
+  const resumes = (candidate: Json, waiting: Json) => candidate.id !== waiting.id && candidate.correlationId === waiting.correlationId;
+  async function runWhere(threadId: string, predicate: (run: Json) => boolean): Promise<Json> {
+    let found: Json | undefined;
+    await waitFor(async () => Boolean((found = (await runs(threadId)).find(predicate))), waitLong, 'a run');
+    return found!;
+  }
+  /** The model: a person's message gets a memory_write call (or `calls`), a tool result gets a sentence quoting it. */
+  function writeOnRequest(calls: Array<{ id: string; content: string }> = [{ id: 'call_write', content: 'likes tea' }]) {
+    respond((request) => {
+      const results = toolResults(request);
+      if (lastOf(request).role === 'tool') return { text: `Results: ${results.map((result) => result.content).join(' | ')}` };
+      return { toolCalls: calls.map((call) => ({ id: call.id, name: 'memory_write', arguments: { content: call.content } })) };
+    });
+  }
+  async function waitingApproval(agentBody: Json = askMemoryWrite, calls?: Array<{ id: string; content: string }>): Promise<{ agentId: string; threadId: string; approvals: Json[]; run: Json }> {
+    writeOnRequest(calls);
+    const agentId = await agentWith(agentBody);
+    const threadId = await threadOf(agentId);
+    const body = await say(threadId, 'Please remember this');
+    return { agentId, threadId, approvals: await approvalsOf(threadId), run: body.run };
+  }
+
+  it('I16: ask on an autonomous follow-up: interrupted, survives a restart, approved, runs once, answers, the follow-up is not repeated', async () => {
+    respond((request) => {
+      if (isPerson(request, 'Hello')) return { text: 'Do you like tea?' };
+      if (lastOf(request).role === 'tool') return { text: `Noted: ${toolResults(request).at(-1)!.content}` };
+      return { toolCalls: [{ id: 'call_tea', name: 'memory_write', arguments: { content: 'likes tea' } }] };
+    });
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const agentId = await agentWith({ autonomy: policy });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Hello');
+    const waiting = await runWhere(threadId, (run) => run.trigger === 'autonomy' && run.status !== 'running');
+    expect(waiting.status).toBe('interrupted');
+    expect(waiting.reason).toContain('approval');
+    const [pending] = await approvalsOf(threadId);
+    expect(pending).toMatchObject({ status: 'pending', tool: 'memory_write', arguments: { content: 'likes tea' }, attended: false, runId: waiting.id, toolCallId: 'call_tea' });
+    expect(await memories(agentId)).toEqual([]);
+
+    server = await server.restart();
+    const listed = (await server.request('GET', '/api/approvals')).body.approvals as Json[];
+    expect(listed.find((approval) => approval.id === pending!.id)).toMatchObject({ status: 'pending' });
+    const decided = await decide(pending!.id, { decision: 'approve' });
+    expect(decided.status).toBe(200);
+    expect(decided.body).toMatchObject({ status: 'approved', decidedBy: ALICE.id, channel: 'api' });
+
+    const resumed = await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running');
+    expect(resumed).toMatchObject({ status: 'succeeded', trigger: 'autonomy' });
+    expect(await memories(agentId)).toEqual(['likes tea']);
+    expect((await server.request('GET', `/api/approvals/${pending!.id}`)).body).toMatchObject({ status: 'approved', executed: true });
+    const history = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+    expect(history.at(-1)).toMatchObject({ role: 'assistant' });
+    expect(history.at(-1)!.content).toContain('"saved":true');
+    // One follow-up fired, ever; its two runs are the one that waited and the one that resumed it.
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+    expect(timers.filter((timer) => timer.state === 'fired')).toHaveLength(1);
+    await waitFor(async () => (await runs(threadId)).every((run) => run.status !== 'running'), waitLong, 'runs to end');
+    expect((await runs(threadId)).filter((run) => run.trigger === 'autonomy').map((run) => run.status)).toEqual(['interrupted', 'succeeded']);
+    expect(model.requests.filter((request) => lastOf(request).role === 'tool')).toHaveLength(1);
+  });
+
+  it('I16: a rejected call never runs; the model reads the person\'s message', async () => {
+    const { agentId, threadId, approvals, run } = await waitingApproval();
+    expect(run.status).toBe('interrupted');
+    expect((await decide(approvals[0]!.id, { decision: 'reject', message: 'not that one' })).body).toMatchObject({ status: 'rejected', message: 'not that one' });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    const result = toolResults(model.lastRequest()).at(-1)!;
+    expect(result.content).toContain('rejected');
+    expect(result.content).toContain('not that one');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16: an edit runs with exactly the edited arguments; invalid ones are refused with 400', async () => {
+    const { agentId, threadId, approvals, run } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    const invalid = await decide(id, { decision: 'edit', arguments: { content: '   ' } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.code).toBe('APPROVAL_ARGUMENTS_INVALID');
+    const missing = await decide(id, { decision: 'edit' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.code).toBe('VALIDATION_FAILED');
+    expect((await approvalsOf(threadId))[0]!.status).toBe('pending');
+    const edited = await decide(id, { decision: 'edit', arguments: { content: 'likes green tea' } });
+    expect(edited.body).toMatchObject({ status: 'edited', editedArguments: { content: 'likes green tea' } });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual(['likes green tea']);
+  });
+
+  it('I16: an unanswered request expires: recorded as expired (not a refusal), the model told not to retry', async () => {
+    const { agentId, threadId, approvals, run } = await waitingApproval({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_000 } } } });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'expired', decidedBy: 'system', channel: 'system', executed: false });
+    const result = toolResults(model.lastRequest()).at(-1)!;
+    expect(result.content).toContain('Nobody answered');
+    expect(result.content).toContain('not a refusal');
+    expect(result.content).toContain('Do not retry');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16, I11: the first decision wins: the same one again is accepted, a different one is 409', async () => {
+    const { threadId, approvals, run } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    expect((await decide(id, { decision: 'approve' })).status).toBe(200);
+    expect((await decide(id, { decision: 'approve' })).status).toBe(200);
+    const second = await decide(id, { decision: 'reject' });
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe('APPROVAL_ALREADY_DECIDED');
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect((await server.request('GET', `/api/approvals/${id}`)).body.status).toBe('approved');
+  });
+
+  it('I12, I11: another user can neither see nor decide a request (404); bad input gets a stable code', async () => {
+    const { threadId, approvals } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    const seen = await server.request('GET', `/api/approvals/${id}`, { token: BOB.token });
+    expect(seen.status).toBe(404);
+    expect(seen.body.error.code).toBe('APPROVAL_NOT_FOUND');
+    const decided = await decide(id, { decision: 'approve' }, BOB.token);
+    expect(decided.status).toBe(404);
+    expect(decided.body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect(((await server.request('GET', '/api/approvals', { token: BOB.token })).body.approvals as Json[]).map((approval) => approval.id)).not.toContain(id);
+    expect((await decide(id, { decision: 'maybe' })).body.error.code).toBe('VALIDATION_FAILED');
+    expect((await decide(randomUUID(), { decision: 'approve' })).body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect((await approvalsOf(threadId))[0]!.status).toBe('pending');
+    await decide(id, { decision: 'reject' });
+  });
+
+  it("I16: a person's new message supersedes the waiting calls (recorded, the model told) and is answered", async () => {
+    const { agentId, threadId, approvals } = await waitingApproval();
+    respond((request) => ({ text: `Answering: ${toolResults(request).map((result) => result.content).join(' | ')}` }));
+    const body = await say(threadId, 'Actually, never mind');
+    expect(body.run.status).toBe('succeeded');
+    expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'superseded', channel: 'system' });
+    const request = model.lastRequest();
+    expect(lastOf(request).content).toBe('Actually, never mind');
+    expect(JSON.stringify(toolResults(request))).toContain('sent a new message before deciding');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16: two parallel calls, one rejected: the run resumes only when both are decided and the approved one runs', async () => {
+    const calls = [{ id: 'call_one', content: 'likes cats' }, { id: 'call_two', content: 'likes dogs' }];
+    const { agentId, threadId, approvals, run } = await waitingApproval(askMemoryWrite, calls);
+    expect(approvals.map((approval) => approval.toolCallId).sort()).toEqual(['call_one', 'call_two']);
+    const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
+    await decide(byCall.call_one!, { decision: 'reject' });
+    expect((await runs(threadId)).map((candidate) => candidate.id)).toEqual([run.id]);
+    await decide(byCall.call_two!, { decision: 'approve' });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual(['likes dogs']);
+    const results = toolResults(model.lastRequest());
+    expect(results.map((result) => result.tool_call_id).sort()).toEqual(['call_one', 'call_two']);
+    expect(results.find((result) => result.tool_call_id === 'call_one')!.content).toContain('rejected');
+    expect(results.find((result) => result.tool_call_id === 'call_two')!.content).toContain('"saved":true');
+  });
 }

@@ -9,6 +9,7 @@ import type { DueJob, JobQueue } from '../job-queue.js';
 import type { AgentRecord, Clock, EventBus, Storage } from '../ports.js';
 import type { RunCoordinator } from '../run-coordinator.js';
 import type { ApprovalAsk, ApprovalGate, ApprovalRepository } from './approval-ports.js';
+import { detached } from './detached-context.js';
 
 export const APPROVAL_EXPIRE_QUEUE = 'approval.expire';
 export const APPROVAL_EXPIRING_QUEUE = 'approval.expiring';
@@ -43,9 +44,10 @@ export class ApprovalService implements ApprovalGate {
   /** Register the job handlers (before the queue starts). */
   async attach(): Promise<void> {
     const { jobs } = this.deps;
-    await jobs.work(APPROVAL_EXPIRE_QUEUE, (job) => this.onExpire(job));
-    await jobs.work(APPROVAL_EXPIRING_QUEUE, (job) => this.onExpiring(job));
-    await jobs.work(APPROVAL_RESUME_QUEUE, (job) => this.onResume(job));
+    // Detached: a delivery must never run inside the async context of the run that scheduled it.
+    await jobs.work(APPROVAL_EXPIRE_QUEUE, (job) => detached(() => this.onExpire(job)));
+    await jobs.work(APPROVAL_EXPIRING_QUEUE, (job) => detached(() => this.onExpiring(job)));
+    await jobs.work(APPROVAL_RESUME_QUEUE, (job) => detached(() => this.onResume(job)));
   }
 
   /**
@@ -81,7 +83,7 @@ export class ApprovalService implements ApprovalGate {
       })),
     );
     for (const record of created) {
-      await this.armDeadline(record);
+      await detached(() => this.armDeadline(record));
       this.deps.logger.info({ threadId: record.threadId, runId: record.runId, approvalId: record.id, tool: record.tool, expiresAt: record.expiresAt, attended: record.attended }, 'approval requested');
       this.emit({ type: 'approval.requested', ...this.eventBase(record), arguments: record.arguments, expiresAt: record.expiresAt, attended: record.attended });
     }
@@ -227,8 +229,9 @@ export class ApprovalService implements ApprovalGate {
       agentId: record.agentId,
       // The resumed run is the same kind of run as the one that waited (attended or not).
       trigger: waitingRun.trigger,
-      meta: { ...waitingRun.meta, resumes_run_id: waitingRun.id },
+      meta: { ...waitingRun.meta },
       requestedAt: clock.now().toISOString(),
+      // The resumed run is found by the waiting run's correlation id.
       correlationId: waitingRun.correlationId,
     };
     const outcome = await coordinator.tryRun({
