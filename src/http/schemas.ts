@@ -76,6 +76,8 @@ export const threadDto = z.object({
   messageCount: z.number().int().describe('visible messages only (I2)'),
   preview: z.string().nullable().describe('the last visible message'),
   lastMessageAt: z.string().nullable(),
+  /** `interrupted`: a tool call waits for the person's decision (GET /api/approvals). Present on a single thread's read. */
+  status: z.enum(['idle', 'interrupted']).optional(),
 });
 export const messageDto = z.object({
   id: z.string(),

@@ -5,7 +5,9 @@
  * what the model received. Tests share one model server and run one after another.
  */
 import { randomUUID } from 'node:crypto';
+import { HumanMessage } from '@langchain/core/messages';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -280,5 +282,43 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(results.map((result) => result.tool_call_id).sort()).toEqual(['call_one', 'call_two']);
     expect(results.find((result) => result.tool_call_id === 'call_one')!.content).toContain('rejected');
     expect(results.find((result) => result.tool_call_id === 'call_two')!.content).toContain('"saved":true');
+  });
+
+  it('I16: the thread shows it waits; events go out on its stream: requested, expiring, expired; run.end says interrupted', async () => {
+    writeOnRequest();
+    const agentId = await agentWith({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_500 } } } });
+    const threadId = await threadOf(agentId);
+    const events: Json[] = [];
+    const socket = new WebSocket(`${server.url.replace('http', 'ws')}/api/ws?token=${ALICE.token}`);
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    socket.on('message', (data) => events.push(JSON.parse(String(data)) as Json));
+    socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
+    await waitFor(() => events.some((event) => event.type === 'thread.subscribed'), waitLong, 'the subscription');
+    const { run } = await say(threadId, 'Please remember this');
+    expect(run.status).toBe('interrupted');
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.status).toBe('interrupted');
+    await waitFor(() => events.some((event) => event.type === 'approval.expired'), waitLong, 'approval.expired');
+    await waitFor(() => events.filter((event) => event.type === 'run.end').length === 2, waitLong, 'the resumed run to end');
+    socket.close();
+    const types = events.map((event) => event.type);
+    expect(types.indexOf('approval.requested')).toBeLessThan(types.indexOf('approval.expiring'));
+    expect(types.indexOf('approval.expiring')).toBeLessThan(types.indexOf('approval.expired'));
+    expect(events.find((event) => event.type === 'approval.requested')).toMatchObject({ tool: 'memory_write', arguments: { content: 'likes tea' }, attended: true });
+    expect(events.filter((event) => event.type === 'run.end').map((event) => event.status)).toEqual(['interrupted', 'succeeded']);
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.status).toBe('idle');
+  });
+
+  it('I16: while a thread waits, a schedule or webhook run on it is skipped with a stated reason', async () => {
+    const { threadId, approvals } = await waitingApproval();
+    const input = new HumanMessage({ content: 'scheduled task', additional_kwargs: { synthetic: true, trigger_type: 'cron' } });
+    const declined = await server.services.conversations.tryRunTriggered(ALICE.id, threadId, { trigger: 'cron', input }, {});
+    expect(declined).toEqual({ declined: 'awaiting_approval' });
+    await expect(server.services.conversations.runTriggered(ALICE.id, threadId, { trigger: 'webhook', input })).rejects.toMatchObject({ code: 'THREAD_AWAITING_APPROVAL' });
+    expect(server.logs.some((line) => line.msg === 'a system-started run was skipped' && line.threadId === threadId)).toBe(true);
+    expect((await runs(threadId)).map((run) => run.trigger)).toEqual(['user']);
+    await decide(approvals[0]!.id, { decision: 'reject' });
   });
 }
