@@ -51,6 +51,9 @@ import { waitingStepReader } from './app/approvals/waiting-step.js';
 import { SqlApprovalRepository } from './adapters/sql/approval-repository.js';
 import { ChatToolboxSource } from './agent/tool-loop/chat-toolbox.js';
 import { ToolLoop, toolLoopEndReason } from './agent/tool-loop/tool-loop.js';
+import type { CheckInPort } from './agent/tool-loop/check-in-tools.js';
+import { CheckInService } from './app/check-ins/check-in-service.js';
+import { SqlCheckInRepository } from './adapters/sql/check-in-repository.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -83,6 +86,7 @@ export interface RunningServer {
     scheduleRunner: ScheduleRunner;
     retention: RetentionJob;
     approvals: ApprovalService;
+    checkIns: CheckInService;
   };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
@@ -120,7 +124,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const checkpointer = measureCheckpointWrites(storage.checkpointer, metrics);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
-    const chatTools = new ChatToolboxSource({ agents: storage.agents, toolboxes });
+    // Check-ins need the conversations (built below); the check-in tools reach them through this late-bound port.
+    let checkIns: CheckInService | undefined;
+    const checkInPort: CheckInPort = {
+      schedule: (run, input) => required(checkIns, 'check-ins').schedule(run, input),
+      list: (userId, threadId) => required(checkIns, 'check-ins').list(userId, threadId),
+      cancel: (userId, threadId, id, by) => required(checkIns, 'check-ins').cancel(userId, threadId, id, by),
+    };
+    const chatTools = new ChatToolboxSource({ agents: storage.agents, toolboxes, checkIns: checkInPort });
     // The approval service needs the coordinator and the job queue (built below); the tool loop reaches it through this late-bound gate.
     let approvals: ApprovalService | undefined;
     const approvalGate: ApprovalGate = {
@@ -175,13 +186,26 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await approvalService.attach();
     // A person's message supersedes the calls waiting on the thread, on receipt (the model is told).
     conversations.onUserMessage((thread) => approvalService.supersedeThread(thread.id, thread.userId));
-    // While a thread waits for a decision, schedules and webhooks do not start runs on it (follow-ups check it themselves).
+    // While a thread waits for a decision, schedules and webhooks do not start runs on it (follow-ups and check-ins check it themselves).
     conversations.guardTriggeredRuns(async (threadId, trigger) =>
-      trigger !== 'autonomy' && trigger !== 'channel' && (await approvalService.hasPending(threadId)) ? 'awaiting_approval' : null,
+      trigger !== 'autonomy' && trigger !== 'check_in' && trigger !== 'channel' && (await approvalService.hasPending(threadId)) ? 'awaiting_approval' : null,
     );
+    const timerRepository = new SqlTimerRepository(storage.context);
+    const checkInService = new CheckInService({
+      repository: new SqlCheckInRepository(storage.context),
+      storage,
+      timers: timerRepository,
+      jobs: jobQueue,
+      conversations,
+      clock,
+      logger,
+      awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+    });
+    checkIns = checkInService;
+    await checkInService.attach();
     const autonomy = new AutonomyService({
       storage,
-      timers: new SqlTimerRepository(storage.context),
+      timers: timerRepository,
       jobs: jobQueue,
       conversations,
       coordinator,
@@ -269,6 +293,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       plans,
       schedules,
       approvals: approvalService,
+      checkIns: checkInService,
       metrics,
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
       ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret
@@ -296,7 +321,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, approvals: approvalService },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, approvals: approvalService, checkIns: checkInService },
       url: address,
       close: () =>
         (closing ??= (async () => {

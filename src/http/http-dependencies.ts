@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentService } from '../app/agent-service.js';
 import type { ApprovalService } from '../app/approvals/approval-service.js';
+import type { CheckInService } from '../app/check-ins/check-in-service.js';
 import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
 import type { MemoryService } from '../app/memory-service.js';
@@ -36,6 +37,8 @@ export interface HttpDependencies {
   plans?: PlanService;
   /** Tool calls waiting for a person's decision. */
   approvals?: ApprovalService;
+  /** Check-ins the agent set itself: the person lists and cancels them. */
+  checkIns?: CheckInService;
   /** Cron and one-shot schedules. */
   schedules?: ScheduleService;
   /** The Telegram channel in webhook mode: its update route exists only then. */

@@ -8,6 +8,7 @@ import type { HttpDependencies } from './http-dependencies.js';
 import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
 import { agentRoutes } from './routes/agent-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
+import { checkInRoutes } from './routes/check-in-routes.js';
 import { autonomyRoutes } from './routes/autonomy-routes.js';
 import { channelRoutes } from './routes/channel-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
@@ -108,6 +109,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   if (deps.plans) await app.register(planRoutes(deps.plans, deps));
   if (deps.schedules) await app.register(scheduleRoutes(deps.schedules));
   if (deps.approvals) await app.register(approvalRoutes(deps.approvals));
+  if (deps.checkIns) await app.register(checkInRoutes(deps.checkIns, deps));
   if (deps.telegramWebhook) await app.register(channelRoutes(deps.telegramWebhook));
   registerWebSocket(app, deps);
   return app;

@@ -78,7 +78,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     const body = await say(threadId, 'What time is it?');
     expect(body.run.status).toBe('succeeded');
     const offered = (model.requests[0]!.body.tools as Json[]).map((tool) => tool.function.name).sort();
-    expect(offered).toEqual(['current_time', 'memory_search', 'memory_write']);
+    expect(offered).toEqual(['cancel_check_in', 'current_time', 'list_check_ins', 'memory_search', 'memory_write', 'schedule_check_in']);
     const [result] = toolResults(model.requests[1]!);
     expect(result).toMatchObject({ tool_call_id: 'call_time' });
     const reply = body.messages.at(-1);
@@ -320,5 +320,78 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(server.logs.some((line) => line.msg === 'a system-started run was skipped' && line.threadId === threadId)).toBe(true);
     expect((await runs(threadId)).map((run) => run.trigger)).toEqual(['user']);
     await decide(approvals[0]!.id, { decision: 'reject' });
+  });
+
+  // ---------- check-ins the agent sets itself (I5, I7) ----------
+  const quietPolicy = { enabled: true, delaysMs: { check_in: 600_000, question_unanswered: 600_000, task_incomplete: 600_000, waiting_for_decision: 600_000 }, minDelayMs: 10, maxPerSilence: 1 };
+  async function checkIns(threadId: string, state = 'all', token = ALICE.token) {
+    return server.request('GET', `/api/threads/${threadId}/check-ins?state=${state}`, { token });
+  }
+  /** The model sets a check-in when asked to, and otherwise answers in text. */
+  function setsCheckIn(inSeconds: number, reason: string): void {
+    respond((request) => {
+      if (isPerson(request, 'Remind me')) return { toolCalls: [{ id: `call_${randomUUID().slice(0, 6)}`, name: 'schedule_check_in', arguments: { in_seconds: inSeconds, reason } }] };
+      if (lastOf(request).role === 'tool') return { text: `Set: ${toolResults(request).at(-1)!.content}` };
+      return { text: 'Checking in as promised: did you stretch' };
+    });
+  }
+
+  it("I7, I1, I2: a check-in the agent set survives a person's message and a restart, fires once, with its reason in the envelope and its prompt internal", async () => {
+    setsCheckIn(2, 'ask whether they stretched');
+    const agentId = await agentWith({ autonomy: quietPolicy });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Remind me to stretch in a bit');
+    const [pending] = (await checkIns(threadId, 'pending')).body.checkIns as Json[];
+    expect(pending).toMatchObject({ state: 'pending', reason: 'ask whether they stretched' });
+    await say(threadId, 'Thanks!'); // a person's message does not cancel it (the agent promised it)
+    expect(((await checkIns(threadId, 'pending')).body.checkIns as Json[]).map((checkIn) => checkIn.id)).toEqual([pending!.id]);
+    server = await server.restart();
+    const fired = await runWhere(threadId, (run) => run.trigger === 'check_in' && run.status !== 'running');
+    expect(fired).toMatchObject({ status: 'succeeded', meta: { trigger: 'check_in', check_in_id: pending!.id, reason: 'ask whether they stretched', set_at_utc: pending!.setAt } });
+    const request = model.requests.find((candidate) => JSON.stringify(candidate.messages).includes('set yourself a check-in'))!;
+    const envelope = request.messages.find((message) => typeof message.content === 'string' && message.content.includes('"check_in"'));
+    expect(envelope?.content).toContain('ask whether they stretched');
+    expect(envelope?.content).toContain(pending!.setAt.slice(0, 19));
+    const visible = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+    expect(JSON.stringify(visible)).not.toContain('set yourself a check-in');
+    expect(visible.at(-1)).toMatchObject({ role: 'assistant', content: 'Checking in as promised: did you stretch' });
+    const [after] = (await checkIns(threadId)).body.checkIns as Json[];
+    expect(after).toMatchObject({ state: 'fired', runId: fired.id });
+    await waitFor(async () => (await runs(threadId)).every((run) => run.status !== 'running'), waitLong, 'runs to end');
+    expect((await runs(threadId)).filter((run) => run.trigger === 'check_in')).toHaveLength(1);
+  });
+
+  it('I5: a check-in due in quiet hours waits them out (no model call); the person can cancel it; I12: others cannot', async () => {
+    const now = new Date();
+    const clock = (offsetMinutes: number) => new Date(now.getTime() + offsetMinutes * 60_000).toISOString().slice(11, 16);
+    setsCheckIn(1, 'see how the stretching went');
+    const agentId = await agentWith({ autonomy: { ...quietPolicy, timeZone: 'UTC', quietHours: { start: clock(-60), end: clock(90), mode: 'defer' } } });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Remind me later');
+    const [pending] = (await checkIns(threadId, 'pending')).body.checkIns as Json[];
+    await waitFor(async () => Date.parse(((await checkIns(threadId)).body.checkIns as Json[])[0]!.dueAt) > Date.now() + 30 * 60_000, waitLong, 'the check-in to be deferred');
+    expect(((await checkIns(threadId)).body.checkIns as Json[])[0]).toMatchObject({ id: pending!.id, state: 'pending' });
+    expect((await runs(threadId)).filter((run) => run.trigger === 'check_in')).toHaveLength(0);
+
+    expect((await checkIns(threadId, 'all', BOB.token)).status).toBe(404);
+    const foreign = await server.request('DELETE', `/api/threads/${threadId}/check-ins/${pending!.id}`, { token: BOB.token });
+    expect(foreign.status).toBe(404);
+    const cancelled = await server.request('DELETE', `/api/threads/${threadId}/check-ins/${pending!.id}`);
+    expect(cancelled.body).toMatchObject({ state: 'cancelled', stateReason: 'cancelled by the person' });
+    const again = await server.request('DELETE', `/api/threads/${threadId}/check-ins/${pending!.id}`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('TIMER_NOT_PENDING');
+  });
+
+  it('a check-in outside the policy (autonomy off, beyond the horizon) is refused and the model is told why', async () => {
+    setsCheckIn(1, 'too soon to matter');
+    const threadId = await threadOf(await agentWith());
+    await say(threadId, 'Remind me tomorrow');
+    expect(toolResults(model.lastRequest()).at(-1)!.content).toContain('autonomy, which is off');
+    setsCheckIn(10 * 86_400, 'far away'); // beyond the policy's maxDelayMs (7 days)
+    const distant = await threadOf(await agentWith({ autonomy: quietPolicy }));
+    await say(distant, 'Remind me next year');
+    expect(toolResults(model.lastRequest()).at(-1)!.content).toContain('at most');
+    expect(((await checkIns(distant)).body.checkIns as Json[])).toEqual([]);
   });
 }

@@ -1,7 +1,8 @@
 import type { AgentRepository } from '../../app/ports.js';
 import { plannerSettingsSchema } from '../../domain/planner/planner-settings.js';
 import { toolSettingsOf, type ToolSettings } from '../../domain/tools/tool-settings.js';
-import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
+import { withTools, type Toolbox, type ToolboxFactory } from '../tools/planner-toolbox.js';
+import { createCheckInTools, type CheckInPort } from './check-in-tools.js';
 
 export interface RunTools {
   toolbox: Toolbox;
@@ -14,15 +15,18 @@ export interface RunTools {
  * current settings and never kept in graph state (I10).
  */
 export class ChatToolboxSource {
-  constructor(private readonly deps: { agents: AgentRepository; toolboxes: ToolboxFactory }) {}
+  constructor(private readonly deps: { agents: AgentRepository; toolboxes: ToolboxFactory; checkIns?: CheckInPort }) {}
 
-  async forAgent(userId: string, agentId: string): Promise<RunTools | undefined> {
+  /** With `run`, the run's thread tools too (check-ins). */
+  async forAgent(userId: string, agentId: string, run?: { threadId: string; runId: string }): Promise<RunTools | undefined> {
     const agent = await this.deps.agents.get(userId, agentId);
     if (!agent) return undefined;
     const settings = toolSettingsOf(agent.settings);
     const stored = plannerSettingsSchema.safeParse(agent.settings.planner ?? {});
     const planner = stored.success ? stored.data : plannerSettingsSchema.parse({});
-    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: { ...planner, fetch: settings.fetch, mcpServers: settings.mcpServers } });
+    const base = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: { ...planner, fetch: settings.fetch, mcpServers: settings.mcpServers } });
+    const checkIns = this.deps.checkIns;
+    const toolbox = checkIns && run ? withTools(base, createCheckInTools(checkIns, { userId, agentId, threadId: run.threadId, runId: run.runId })) : base;
     return { toolbox, settings };
   }
 

@@ -51,7 +51,7 @@ export class ToolLoop {
    */
   async bindModel(model: BaseChatModel, messages: readonly BaseMessage[], run: ActiveRunSettings): Promise<BaseChatModel | ReturnType<NonNullable<BaseChatModel['bindTools']>>> {
     if (typeof model.bindTools !== 'function') return model;
-    const tools = await this.deps.tools.forAgent(run.userId, run.agentId);
+    const tools = await this.deps.tools.forAgent(run.userId, run.agentId, run);
     if (!tools) return model;
     if (toolStepsOfTurn(messages) >= tools.settings.maxSteps) return model;
     const attended = isAttended(run.trigger);
@@ -76,7 +76,7 @@ export class ToolLoop {
     const last = messages.at(-1);
     if (!last || !AIMessage.isInstance(last) || !last.tool_calls?.length || !last.id) return [];
     const calls = last.tool_calls.map((call) => ({ id: call.id ?? randomUUID(), name: call.name, args: (call.args ?? {}) as Record<string, unknown> }));
-    const tools = await this.deps.tools.forAgent(run.userId, run.agentId);
+    const tools = await this.deps.tools.forAgent(run.userId, run.agentId, run);
     if (!tools) return calls.map((call) => toolMessage(call, 'the agent no longer exists', 'error', { status: 'failed' }));
     const attended = isAttended(run.trigger);
     const earlier = signaturesOfTurn(messages.slice(0, -1));

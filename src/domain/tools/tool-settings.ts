@@ -58,6 +58,9 @@ export type ToolSettings = z.infer<typeof toolSettingsSchema> & { fetch: FetchTo
  */
 export const READ_ONLY_BUILT_INS: ReadonlySet<string> = new Set(['memory_search', 'current_time', 'list_check_ins']);
 
+/** Built-ins that act only within bounds checked elsewhere: check-ins fire within the autonomy caps (I5). */
+export const BOUNDED_BUILT_INS: ReadonlySet<string> = new Set(['schedule_check_in', 'cancel_check_in']);
+
 /** The tool settings of an agent's settings record, defaults and the planner's fallback filled in. */
 export function toolSettingsOf(agentSettings: Record<string, unknown>): ToolSettings {
   const tools = toolSettingsSchema.parse(agentSettings.tools ?? {});
@@ -74,7 +77,7 @@ export function isAttended(trigger: RunTrigger): boolean {
 
 /** The documented default of a tool with no rule of its own. */
 export function defaultToolMode(tool: string, attended: boolean): ToolMode {
-  if (READ_ONLY_BUILT_INS.has(tool)) return 'allow';
+  if (READ_ONLY_BUILT_INS.has(tool) || BOUNDED_BUILT_INS.has(tool)) return 'allow';
   return attended ? 'allow' : 'ask';
 }
 

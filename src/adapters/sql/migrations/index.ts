@@ -9,8 +9,9 @@ import { plansMigration } from './0004-plans.js';
 import { schedulesMigration } from './0005-schedules.js';
 import { retentionIndexesMigration } from './0006-retention-indexes.js';
 import { approvalsMigration } from './0007-approvals.js';
+import { checkInsMigration } from './0008-check-ins.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration];
