@@ -264,6 +264,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             events,
             clock,
             logger,
+            approvals: approvalService,
           },
           {
             mode: telegramConfig.mode,
