@@ -54,6 +54,8 @@ import { ToolLoop, toolLoopEndReason } from './agent/tool-loop/tool-loop.js';
 import type { CheckInPort } from './agent/tool-loop/check-in-tools.js';
 import { CheckInService } from './app/check-ins/check-in-service.js';
 import { SqlCheckInRepository } from './adapters/sql/check-in-repository.js';
+import { SqlAutonomyReportRepository } from './adapters/sql/autonomy-report-repository.js';
+import { AutonomyReportService } from './app/autonomy/autonomy-report-service.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -295,6 +297,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       schedules,
       approvals: approvalService,
       checkIns: checkInService,
+      autonomyReports: new AutonomyReportService(new SqlAutonomyReportRepository(storage.context), agents),
       metrics,
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
       ...(telegram && telegramConfig?.mode === 'webhook' && telegramConfig.webhookSecret

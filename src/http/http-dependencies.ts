@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AgentService } from '../app/agent-service.js';
 import type { ApprovalService } from '../app/approvals/approval-service.js';
 import type { CheckInService } from '../app/check-ins/check-in-service.js';
+import type { AutonomyReportService } from '../app/autonomy/autonomy-report-service.js';
 import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
 import type { MemoryService } from '../app/memory-service.js';
@@ -39,6 +40,8 @@ export interface HttpDependencies {
   approvals?: ApprovalService;
   /** Check-ins the agent set itself: the person lists and cancels them. */
   checkIns?: CheckInService;
+  /** Per trigger type: is autonomy welcome? */
+  autonomyReports?: AutonomyReportService;
   /** Cron and one-shot schedules. */
   schedules?: ScheduleService;
   /** The Telegram channel in webhook mode: its update route exists only then. */

@@ -9,6 +9,7 @@ import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './err
 import { agentRoutes } from './routes/agent-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { checkInRoutes } from './routes/check-in-routes.js';
+import { autonomyReportRoutes } from './routes/autonomy-report-routes.js';
 import { autonomyRoutes } from './routes/autonomy-routes.js';
 import { channelRoutes } from './routes/channel-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
@@ -110,6 +111,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   if (deps.schedules) await app.register(scheduleRoutes(deps.schedules));
   if (deps.approvals) await app.register(approvalRoutes(deps.approvals));
   if (deps.checkIns) await app.register(checkInRoutes(deps.checkIns, deps));
+  if (deps.autonomyReports) await app.register(autonomyReportRoutes(deps.autonomyReports));
   if (deps.telegramWebhook) await app.register(channelRoutes(deps.telegramWebhook));
   registerWebSocket(app, deps);
   return app;

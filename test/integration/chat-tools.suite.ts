@@ -394,4 +394,24 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(toolResults(model.lastRequest()).at(-1)!.content).toContain('at most');
     expect(((await checkIns(distant)).body.checkIns as Json[])).toEqual([]);
   });
+
+  it('I12: the autonomy report counts, per trigger type, runs, replies and whether the person answered', async () => {
+    respond((request) => {
+      if (isPerson(request, 'Hi there')) return { text: 'Shall we plan the trip?' };
+      if (isPerson(request, 'Yes, let us')) return { text: 'Great, let us start.' };
+      return { text: 'Following up: shall we plan the trip?' };
+    });
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const agentId = await agentWith({ autonomy: policy });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Hi there');
+    await runWhere(threadId, (run) => run.trigger === 'autonomy' && run.status === 'succeeded');
+    await say(threadId, 'Yes, let us');
+    const report = await server.request('GET', `/api/agents/${agentId}/autonomy/report`);
+    expect(report.status).toBe(200);
+    expect(report.body.triggers.find((entry: Json) => entry.triggerType === 'autonomy:question_unanswered')).toMatchObject({ runs: 1, replies: 1, answeredWithin1h: 1, answeredWithin24h: 1, cancelled: 0 });
+    const foreign = await server.request('GET', `/api/agents/${agentId}/autonomy/report`, { token: BOB.token });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('AGENT_NOT_FOUND');
+  });
 }
