@@ -56,6 +56,8 @@ import { CheckInService } from './app/check-ins/check-in-service.js';
 import { SqlCheckInRepository } from './adapters/sql/check-in-repository.js';
 import { SqlAutonomyReportRepository } from './adapters/sql/autonomy-report-repository.js';
 import { AutonomyReportService } from './app/autonomy/autonomy-report-service.js';
+import { OutboundWebhookService } from './app/outbound/outbound-webhook-service.js';
+import { SqlOutboundWebhookRepository } from './adapters/sql/outbound-webhook-repository.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -67,6 +69,8 @@ export interface StartOptions {
   demoTokenDelayMs?: number;
   /** Test knobs: the embedded scheduler's claim lease, and model retries (count, first backoff). */
   autonomy?: { jobLeaseMs?: number; modelRetries?: number; retryBackoffMs?: number };
+  /** Test knobs of outbound webhooks: the first retry's delay, failures in a row before disabling. */
+  outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
 }
 
 export interface RunningServer {
@@ -253,6 +257,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
+    const outboundWebhooks = new OutboundWebhookService(
+      { repository: new SqlOutboundWebhookRepository(storage.context), agents, jobs: jobQueue, secrets, approval: (id) => approvalService.reread(id), clock, logger },
+      { allowPrivateAddresses: config.outboundWebhooksAllowPrivate, ...options.outboundWebhooks },
+    );
+    await outboundWebhooks.attach();
+    coordinator.onRunEnd((event) => outboundWebhooks.onRunEnd(event));
+    events.observe((event) => void outboundWebhooks.onEvent(event).catch((error: unknown) => logger.error({ err: error, type: event.type }, 'outbound webhook could not be queued')));
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
@@ -297,6 +308,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       schedules,
       approvals: approvalService,
       checkIns: checkInService,
+      outboundWebhooks,
       autonomyReports: new AutonomyReportService(new SqlAutonomyReportRepository(storage.context), agents),
       metrics,
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),

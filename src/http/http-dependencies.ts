@@ -3,6 +3,7 @@ import type { AgentService } from '../app/agent-service.js';
 import type { ApprovalService } from '../app/approvals/approval-service.js';
 import type { CheckInService } from '../app/check-ins/check-in-service.js';
 import type { AutonomyReportService } from '../app/autonomy/autonomy-report-service.js';
+import type { OutboundWebhookService } from '../app/outbound/outbound-webhook-service.js';
 import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
 import type { MemoryService } from '../app/memory-service.js';
@@ -42,6 +43,8 @@ export interface HttpDependencies {
   checkIns?: CheckInService;
   /** Per trigger type: is autonomy welcome? */
   autonomyReports?: AutonomyReportService;
+  /** An agent's outbound webhooks. */
+  outboundWebhooks?: OutboundWebhookService;
   /** Cron and one-shot schedules. */
   schedules?: ScheduleService;
   /** The Telegram channel in webhook mode: its update route exists only then. */

@@ -10,6 +10,7 @@ import { agentRoutes } from './routes/agent-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { checkInRoutes } from './routes/check-in-routes.js';
 import { autonomyReportRoutes } from './routes/autonomy-report-routes.js';
+import { outboundWebhookRoutes } from './routes/outbound-webhook-routes.js';
 import { autonomyRoutes } from './routes/autonomy-routes.js';
 import { channelRoutes } from './routes/channel-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
@@ -112,6 +113,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   if (deps.approvals) await app.register(approvalRoutes(deps.approvals));
   if (deps.checkIns) await app.register(checkInRoutes(deps.checkIns, deps));
   if (deps.autonomyReports) await app.register(autonomyReportRoutes(deps.autonomyReports));
+  if (deps.outboundWebhooks) await app.register(outboundWebhookRoutes(deps.outboundWebhooks));
   if (deps.telegramWebhook) await app.register(channelRoutes(deps.telegramWebhook));
   registerWebSocket(app, deps);
   return app;
