@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { HumanMessage } from '@langchain/core/messages';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { SqlApprovalRepository } from '../../src/adapters/sql/approval-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -413,5 +415,23 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     const foreign = await server.request('GET', `/api/agents/${agentId}/autonomy/report`, { token: BOB.token });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error.code).toBe('AGENT_NOT_FOUND');
+  });
+
+  it('I16: across a crash an approved call never runs twice: one cut short mid-call is not run again, a finished one is reused', async () => {
+    const calls = [{ id: 'call_cut', content: 'likes jam' }, { id: 'call_done', content: 'likes bread' }];
+    const { agentId, threadId, approvals, run } = await waitingApproval(askMemoryWrite, calls);
+    const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
+    // What a process that died during the resumed step leaves behind: one call started, one finished but its step unsaved.
+    const records = new SqlApprovalRepository((server.storage as SqlStorage).context);
+    expect(await records.beginExecution(byCall.call_cut!)).toBe(true);
+    expect(await records.beginExecution(byCall.call_done!)).toBe(true);
+    await records.finishExecution(byCall.call_done!, '{"saved":true,"id":"from-the-first-process"}');
+    await decide(byCall.call_cut!, { decision: 'approve' });
+    await decide(byCall.call_done!, { decision: 'approve' });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual([]);
+    const results = toolResults(model.lastRequest());
+    expect(results.find((result) => result.tool_call_id === 'call_cut')!.content).toContain('whether it finished is unknown');
+    expect(results.find((result) => result.tool_call_id === 'call_done')!.content).toBe('{"saved":true,"id":"from-the-first-process"}');
   });
 }
