@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
+import { storedToolCallViews } from '../domain/tools/tool-call-view.js';
 import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 
 /**
@@ -86,6 +87,10 @@ export const messageDto = z.object({
   createdAt: z.string(),
   runId: z.string().nullable(),
   metadata: z.record(z.string(), z.unknown()),
+  toolCalls: z
+    .array(z.object({ id: z.string().nullable(), name: z.string(), arguments: z.unknown() }))
+    .optional()
+    .describe("the agent's tool calls in this reply (arguments redacted); their results are the tool messages (include=internal)"),
   visibility: z.enum(['user', 'internal']).optional().describe('present with include=internal'),
   additionalKwargs: z.record(z.string(), z.unknown()).optional().describe('present with include=internal'),
 });
@@ -135,6 +140,8 @@ export function toMessageDto(message: StoredMessage, includeInternal: boolean): 
     runId: message.runId,
     metadata: publicMetadataOf(message),
   };
+  const toolCalls = message.type === 'ai' ? storedToolCallViews(message.additionalKwargs.tool_calls) : [];
+  if (toolCalls.length > 0) dto.toolCalls = toolCalls;
   if (includeInternal) {
     dto.visibility = message.visibility;
     dto.additionalKwargs = message.additionalKwargs;

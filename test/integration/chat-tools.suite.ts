@@ -91,6 +91,22 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     const tool = history[2]!;
     expect(tool.additionalKwargs).toMatchObject({ tool_name: 'current_time', tool_arguments: { timeZone: 'UTC' }, tool_status: 'succeeded' });
     expect(history.filter((message) => message.role === 'user')).toHaveLength(1);
+    // The person's view: the reply's tool calls belong to the agent's turn.
+    const visible = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+    expect(visible.map((message) => message.role)).toEqual(['user', 'assistant', 'assistant']);
+    expect(visible[1]!.toolCalls).toEqual([{ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }]);
+  });
+
+  it('tool arguments and results are redacted before they are stored or shown; the tool itself gets the real ones', async () => {
+    const secret = 'sk-live0123456789abcdefghijklmnopqrstuvwxyz';
+    respond((request) => (toolResults(request).length === 0 ? { toolCalls: [{ id: 'call_secret', name: 'memory_write', arguments: { content: `my key is ${secret}` } }] } : { text: 'Saved.' }));
+    const agentId = await agentWith();
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Remember my key');
+    const history = JSON.stringify((await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).body);
+    expect(history).not.toContain(secret);
+    expect(history).toContain('[redacted]');
+    expect(await memories(agentId)).toEqual([`my key is ${secret}`]);
   });
 
   it('a tool that throws becomes an error tool message the model reads; the run succeeds', async () => {
