@@ -330,12 +330,22 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   });
 
   it('I16: while a thread waits, a schedule or webhook run on it is skipped with a stated reason', async () => {
-    const { threadId, approvals } = await waitingApproval();
+    const { agentId, threadId, approvals } = await waitingApproval();
     const input = new HumanMessage({ content: 'scheduled task', additional_kwargs: { synthetic: true, trigger_type: 'cron' } });
     const declined = await server.services.conversations.tryRunTriggered(ALICE.id, threadId, { trigger: 'cron', input }, {});
     expect(declined).toEqual({ declined: 'awaiting_approval' });
     await expect(server.services.conversations.runTriggered(ALICE.id, threadId, { trigger: 'webhook', input })).rejects.toMatchObject({ code: 'THREAD_AWAITING_APPROVAL' });
     expect(server.logs.some((line) => line.msg === 'a system-started run was skipped' && line.threadId === threadId)).toBe(true);
+    // A real schedule fire on the waiting thread: recorded as skipped, with its reason; no run.
+    const at = new Date(Date.now() + 300).toISOString();
+    const schedule = await server.request('POST', '/api/schedules', { body: { name: 'nightly', timing: { kind: 'at', at }, agentId, target: 'thread', threadId, task: 'Summarise the day' } });
+    expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
+    let fires: Json[] = [];
+    await waitFor(async () => {
+      fires = (await server.request('GET', `/api/schedules/${schedule.body.id}/fires`)).body.fires ?? [];
+      return fires.some((fire) => fire.status !== 'running');
+    }, waitLong, 'the schedule to fire');
+    expect(fires[0]).toMatchObject({ status: 'skipped', reason: 'awaiting_approval' });
     expect((await runs(threadId)).map((run) => run.trigger)).toEqual(['user']);
     await decide(approvals[0]!.id, { decision: 'reject' });
   });
