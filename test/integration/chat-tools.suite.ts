@@ -161,12 +161,20 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
       return { toolCalls: calls.map((call) => ({ id: call.id, name: 'memory_write', arguments: { content: call.content } })) };
     });
   }
-  async function waitingApproval(agentBody: Json = askMemoryWrite, calls?: Array<{ id: string; content: string }>): Promise<{ agentId: string; threadId: string; approvals: Json[]; run: Json }> {
+  async function waitingApproval(agentBody: Json = askMemoryWrite, calls?: Array<{ id: string; content: string }>): Promise<{ agentId: string; threadId: string; approvals: Json[]; run: Json; lastRequest: () => RecordedRequest }> {
     writeOnRequest(calls);
     const agentId = await agentWith(agentBody);
     const threadId = await threadOf(agentId);
-    const body = await say(threadId, 'Please remember this');
-    return { agentId, threadId, approvals: await approvalsOf(threadId), run: body.run };
+    // A tag of this thread in its first message: every later model call of the thread carries
+    // it, so a late resume of another test's thread is never mistaken for this one's.
+    const tag = `[thread ${randomUUID().slice(0, 8)}]`;
+    const body = await say(threadId, `Please remember this ${tag}`);
+    const lastRequest = () => {
+      const found = [...model.requests].reverse().find((request) => JSON.stringify(request.messages).includes(tag));
+      if (!found) throw new Error(`no model call of thread ${tag}`);
+      return found;
+    };
+    return { agentId, threadId, approvals: await approvalsOf(threadId), run: body.run, lastRequest };
   }
 
   it('I16: ask on an autonomous follow-up: interrupted, survives a restart, approved, runs once, answers, the follow-up is not repeated', async () => {
@@ -209,18 +217,18 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   });
 
   it('I16: a rejected call never runs; the model reads the person\'s message', async () => {
-    const { agentId, threadId, approvals, run } = await waitingApproval();
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval();
     expect(run.status).toBe('interrupted');
     expect((await decide(approvals[0]!.id, { decision: 'reject', message: 'not that one' })).body).toMatchObject({ status: 'rejected', message: 'not that one' });
     await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
-    const result = toolResults(model.lastRequest()).at(-1)!;
+    const result = toolResults(lastRequest()).at(-1)!;
     expect(result.content).toContain('rejected');
     expect(result.content).toContain('not that one');
     expect(await memories(agentId)).toEqual([]);
   });
 
   it('I16: an edit runs with exactly the edited arguments; invalid ones are refused with 400', async () => {
-    const { agentId, threadId, approvals, run } = await waitingApproval();
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval();
     const id = approvals[0]!.id as string;
     const invalid = await decide(id, { decision: 'edit', arguments: { content: '   ' } });
     expect(invalid.status).toBe(400);
@@ -236,10 +244,10 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   });
 
   it('I16: an unanswered request expires: recorded as expired (not a refusal), the model told not to retry', async () => {
-    const { agentId, threadId, approvals, run } = await waitingApproval({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_000 } } } });
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_000 } } } });
     await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
     expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'expired', decidedBy: 'system', channel: 'system', executed: false });
-    const result = toolResults(model.lastRequest()).at(-1)!;
+    const result = toolResults(lastRequest()).at(-1)!;
     expect(result.content).toContain('Nobody answered');
     expect(result.content).toContain('not a refusal');
     expect(result.content).toContain('Do not retry');
@@ -275,12 +283,12 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   });
 
   it("I16: a person's new message supersedes the waiting calls (recorded, the model told) and is answered", async () => {
-    const { agentId, threadId, approvals } = await waitingApproval();
+    const { agentId, threadId, approvals, lastRequest } = await waitingApproval();
     respond((request) => ({ text: `Answering: ${toolResults(request).map((result) => result.content).join(' | ')}` }));
     const body = await say(threadId, 'Actually, never mind');
     expect(body.run.status).toBe('succeeded');
     expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'superseded', channel: 'system' });
-    const request = model.lastRequest();
+    const request = lastRequest();
     expect(lastOf(request).content).toBe('Actually, never mind');
     expect(JSON.stringify(toolResults(request))).toContain('sent a new message before deciding');
     expect(await memories(agentId)).toEqual([]);
@@ -288,7 +296,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
 
   it('I16: two parallel calls, one rejected: the run resumes only when both are decided and the approved one runs', async () => {
     const calls = [{ id: 'call_one', content: 'likes cats' }, { id: 'call_two', content: 'likes dogs' }];
-    const { agentId, threadId, approvals, run } = await waitingApproval(askMemoryWrite, calls);
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval(askMemoryWrite, calls);
     expect(approvals.map((approval) => approval.toolCallId).sort()).toEqual(['call_one', 'call_two']);
     const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
     await decide(byCall.call_one!, { decision: 'reject' });
@@ -296,7 +304,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await decide(byCall.call_two!, { decision: 'approve' });
     await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
     expect(await memories(agentId)).toEqual(['likes dogs']);
-    const results = toolResults(model.lastRequest());
+    const results = toolResults(lastRequest());
     expect(results.map((result) => result.tool_call_id).sort()).toEqual(['call_one', 'call_two']);
     expect(results.find((result) => result.tool_call_id === 'call_one')!.content).toContain('rejected');
     expect(results.find((result) => result.tool_call_id === 'call_two')!.content).toContain('"saved":true');
@@ -330,7 +338,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   });
 
   it('I16: while a thread waits, a schedule or webhook run on it is skipped with a stated reason', async () => {
-    const { agentId, threadId, approvals } = await waitingApproval();
+    const { agentId, threadId, approvals, lastRequest } = await waitingApproval();
     const input = new HumanMessage({ content: 'scheduled task', additional_kwargs: { synthetic: true, trigger_type: 'cron' } });
     const declined = await server.services.conversations.tryRunTriggered(ALICE.id, threadId, { trigger: 'cron', input }, {});
     expect(declined).toEqual({ declined: 'awaiting_approval' });
@@ -415,11 +423,11 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     setsCheckIn(1, 'too soon to matter');
     const threadId = await threadOf(await agentWith());
     await say(threadId, 'Remind me tomorrow');
-    expect(toolResults(model.lastRequest()).at(-1)!.content).toContain('autonomy, which is off');
+    expect(toolResults(model.requestsMentioning('Remind me tomorrow').at(-1)!).at(-1)!.content).toContain('autonomy, which is off');
     setsCheckIn(10 * 86_400, 'far away'); // beyond the policy's maxDelayMs (7 days)
     const distant = await threadOf(await agentWith({ autonomy: quietPolicy }));
     await say(distant, 'Remind me next year');
-    expect(toolResults(model.lastRequest()).at(-1)!.content).toContain('at most');
+    expect(toolResults(model.requestsMentioning('Remind me next year').at(-1)!).at(-1)!.content).toContain('at most');
     expect(((await checkIns(distant)).body.checkIns as Json[])).toEqual([]);
   });
 
@@ -445,7 +453,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
 
   it('I16: across a crash an approved call never runs twice: one cut short mid-call is not run again, a finished one is reused', async () => {
     const calls = [{ id: 'call_cut', content: 'likes jam' }, { id: 'call_done', content: 'likes bread' }];
-    const { agentId, threadId, approvals, run } = await waitingApproval(askMemoryWrite, calls);
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval(askMemoryWrite, calls);
     const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
     // What a process that died during the resumed step leaves behind: one call started, one finished but its step unsaved.
     const records = new SqlApprovalRepository((server.storage as SqlStorage).context);
@@ -456,7 +464,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await decide(byCall.call_done!, { decision: 'approve' });
     await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
     expect(await memories(agentId)).toEqual([]);
-    const results = toolResults(model.lastRequest());
+    const results = toolResults(lastRequest());
     expect(results.find((result) => result.tool_call_id === 'call_cut')!.content).toContain('whether it finished is unknown');
     expect(results.find((result) => result.tool_call_id === 'call_done')!.content).toBe('{"saved":true,"id":"from-the-first-process"}');
   });
