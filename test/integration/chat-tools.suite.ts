@@ -109,6 +109,17 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(await memories(agentId)).toEqual([`my key is ${secret}`]);
   });
 
+  it('one tool-settings shape on every agent kind: a planner agent takes tools.fetch; planner settings keep working', async () => {
+    const planner = await agentWith({ kind: 'planner', tools: { fetch: { allowedHosts: ['example.com'] } } });
+    const offered = (await server.request('GET', `/api/agents/${planner}/tools`)).body.tools.map((tool: Json) => tool.name);
+    expect(offered).toContain('http_fetch');
+    const legacy = await agentWith({ kind: 'planner' });
+    expect((await server.request('PUT', `/api/agents/${legacy}/planner`, { body: { fetch: { allowedHosts: ['example.org'] } } })).status).toBe(200);
+    expect((await server.request('GET', `/api/agents/${legacy}/tools`)).body.tools.map((tool: Json) => tool.name)).toContain('http_fetch');
+    const plain = await agentWith({ kind: 'planner' });
+    expect((await server.request('GET', `/api/agents/${plain}/tools`)).body.tools.map((tool: Json) => tool.name)).not.toContain('http_fetch');
+  });
+
   it('a tool that throws becomes an error tool message the model reads; the run succeeds', async () => {
     respond((request) =>
       toolResults(request).length === 0 ? { toolCalls: [{ id: 'call_bad', name: 'current_time', arguments: { timeZone: 'Nowhere/Atlantis' } }] } : { text: 'That zone does not exist.' },
@@ -312,7 +323,8 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
 
   it('I16: the thread shows it waits; events go out on its stream: requested, expiring, expired; run.end says interrupted', async () => {
     writeOnRequest();
-    const agentId = await agentWith({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_500 } } } });
+    // The warning goes out a fifth of the wait before the deadline: room for pg-boss's half-second polling.
+    const agentId = await agentWith({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_500 + options.slowMs * 4 } } } });
     const threadId = await threadOf(agentId);
     const events: Json[] = [];
     const socket = new WebSocket(`${server.url.replace('http', 'ws')}/api/ws?token=${ALICE.token}`);

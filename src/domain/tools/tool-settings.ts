@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fetchToolSettingsSchema, mcpServerSchema, plannerSettingsSchema, type FetchToolSettings, type McpServerSettings } from '../planner/planner-settings.js';
+import { fetchToolSettingsSchema, mcpServerSchema, plannerSettingsOf, plannerSettingsSchema, type FetchToolSettings, type McpServerSettings, type PlannerSettings } from '../planner/planner-settings.js';
 import type { RunTrigger } from '../run-context.js';
 
 /**
@@ -89,4 +89,16 @@ export function toolModeFor(settings: Pick<ToolSettings, 'approval'>, tool: stri
 
 export function approvalTimeoutFor(settings: Pick<ToolSettings, 'approval' | 'approvalTimeoutMs'>, tool: string, attended: boolean): number {
   return settings.approval[tool]?.timeoutMs ?? (attended ? settings.approvalTimeoutMs.attended : settings.approvalTimeoutMs.unattended);
+}
+
+/**
+ * A planner agent's settings with its tools taken from the one tool-settings shape:
+ * `tools.fetch` and `tools.mcpServers` when set, else the planner's own (unchanged for
+ * existing planner agents). Throws like plannerSettingsOf on invalid planner settings.
+ */
+export function plannerSettingsWithTools(agentSettings: Record<string, unknown>): PlannerSettings {
+  const planner = plannerSettingsOf(agentSettings);
+  const tools = toolSettingsSchema.safeParse(agentSettings.tools ?? {});
+  if (!tools.success) return planner;
+  return { ...planner, fetch: tools.data.fetch ?? planner.fetch, mcpServers: tools.data.mcpServers ?? planner.mcpServers };
 }
