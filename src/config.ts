@@ -71,6 +71,7 @@ export const configSchema = z
       .string()
       .transform((raw) => raw.split(',').map((part) => part.trim()).filter(Boolean))
       .optional(),
+    VIGIL_OUTBOUND_WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
     VIGIL_SECRETS_KEY: z.string().min(32, 'must be at least 32 characters (e.g. openssl rand -base64 32)').optional(),
     VIGIL_TELEGRAM_BOT_TOKEN: z.string().regex(/^\d{3,20}:[A-Za-z0-9_-]{20,}$/, 'must look like 123456789:AA… (from @BotFather)').optional(),
     VIGIL_TELEGRAM_MODE: z.enum(['polling', 'webhook']).default('polling'),
@@ -154,6 +155,8 @@ export interface Config {
   readonly scheduleMissedGraceMs: number;
   /** Commands a planner's stdio MCP server may be started with (exact match, `*` = any); empty = none. */
   readonly mcpStdioCommands: readonly string[];
+  /** Outbound webhooks may reach private and loopback addresses (off: refused). */
+  readonly outboundWebhooksAllowPrivate: boolean;
   /** Encrypts stored secrets (hook secrets); unset = a key file in the data directory. */
   readonly secretsKey: string | undefined;
   /** The Telegram channel; undefined when no bot token is configured. */
@@ -215,6 +218,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     contextTokens: value.VIGIL_CONTEXT_TOKENS,
     scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
     mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),
+    outboundWebhooksAllowPrivate: value.VIGIL_OUTBOUND_WEBHOOKS_ALLOW_PRIVATE === 'true',
     secretsKey: value.VIGIL_SECRETS_KEY,
     telegram:
       value.VIGIL_TELEGRAM_BOT_TOKEN === undefined

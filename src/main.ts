@@ -53,6 +53,19 @@ import { ContextWindow } from './agent/context/context-window.js';
 import { threadContextReader } from './agent/context/context-inspector.js';
 import { summaryCallAdmission } from './app/context/summary-call-budget.js';
 import { ThreadContextService } from './app/context/thread-context-service.js';
+import { ApprovalService } from './app/approvals/approval-service.js';
+import type { ApprovalGate } from './app/approvals/approval-ports.js';
+import { waitingStepReader } from './app/approvals/waiting-step.js';
+import { SqlApprovalRepository } from './adapters/sql/approval-repository.js';
+import { ChatToolboxSource } from './agent/tool-loop/chat-toolbox.js';
+import { ToolLoop, toolLoopEndReason } from './agent/tool-loop/tool-loop.js';
+import type { CheckInPort } from './agent/tool-loop/check-in-tools.js';
+import { CheckInService } from './app/check-ins/check-in-service.js';
+import { SqlCheckInRepository } from './adapters/sql/check-in-repository.js';
+import { SqlAutonomyReportRepository } from './adapters/sql/autonomy-report-repository.js';
+import { AutonomyReportService } from './app/autonomy/autonomy-report-service.js';
+import { OutboundWebhookService } from './app/outbound/outbound-webhook-service.js';
+import { SqlOutboundWebhookRepository } from './adapters/sql/outbound-webhook-repository.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -68,6 +81,8 @@ export interface StartOptions {
   autonomy?: { jobLeaseMs?: number; modelRetries?: number; retryBackoffMs?: number };
   /** Strict mode (tests): told of every response whose status the API document does not declare. */
   onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
+  /** Test knobs of outbound webhooks: the first retry's delay, failures in a row before disabling. */
+  outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
 }
 
 export interface RunningServer {
@@ -88,6 +103,8 @@ export interface RunningServer {
     schedules: ScheduleService;
     scheduleRunner: ScheduleRunner;
     retention: RetentionJob;
+    approvals: ApprovalService;
+    checkIns: CheckInService;
   };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
@@ -134,15 +151,32 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       serverMaxTokens: config.contextTokens,
       admitSummaryCall: summaryCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }),
     });
-    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger, context: contextWindow });
-    const planRepository = new SqlPlanRepository(storage.context);
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
+    // Check-ins need the conversations (built below); the check-in tools reach them through this late-bound port.
+    let checkIns: CheckInService | undefined;
+    const checkInPort: CheckInPort = {
+      schedule: (run, input) => required(checkIns, 'check-ins').schedule(run, input),
+      list: (userId, threadId) => required(checkIns, 'check-ins').list(userId, threadId),
+      cancel: (userId, threadId, id, by) => required(checkIns, 'check-ins').cancel(userId, threadId, id, by),
+    };
+    const chatTools = new ChatToolboxSource({ agents: storage.agents, toolboxes, checkIns: checkInPort });
+    // The approval service needs the coordinator and the job queue (built below); the tool loop reaches it through this late-bound gate.
+    let approvals: ApprovalService | undefined;
+    const approvalGate: ApprovalGate = {
+      requestStep: (input) => required(approvals, 'approvals').requestStep(input),
+      beginExecution: (id) => required(approvals, 'approvals').beginExecution(id),
+      finishExecution: (id, result) => required(approvals, 'approvals').finishExecution(id, result),
+      reread: (id) => required(approvals, 'approvals').reread(id),
+    };
+    const toolLoop = new ToolLoop({ tools: chatTools, approvals: approvalGate, logger });
+    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger, context: contextWindow, toolLoop });
+    const planRepository = new SqlPlanRepository(storage.context);
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
     const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow });
-    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]) }, planner: plannerGraph };
+    const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]), endReason: toolLoopEndReason }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
     tracing = config.otelEndpoint ? startOtelTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName, serviceVersion: packageVersion() }) : undefined;
@@ -171,7 +205,50 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
     const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext });
     jobs = jobQueue;
-    const autonomy = new AutonomyService({ storage, timers: timerRepository, jobs: jobQueue, conversations, coordinator, events, clock, logger, models, defaultModel: config.model });
+    const approvalService = new ApprovalService({
+      repository: new SqlApprovalRepository(storage.context),
+      storage,
+      jobs: jobQueue,
+      events,
+      coordinator,
+      clock,
+      logger,
+      validate: (userId, agentId, tool, args) => chatTools.validate(userId, agentId, tool, args),
+      waitingStep: waitingStepReader(graphs, config.model),
+    });
+    approvals = approvalService;
+    await approvalService.attach();
+    // A person's message supersedes the calls waiting on the thread, on receipt (the model is told).
+    conversations.onUserMessage((thread) => approvalService.supersedeThread(thread.id, thread.userId));
+    // While a thread waits for a decision, schedules and webhooks do not start runs on it (follow-ups and check-ins check it themselves).
+    conversations.guardTriggeredRuns(async (threadId, trigger) =>
+      trigger !== 'autonomy' && trigger !== 'check_in' && trigger !== 'channel' && (await approvalService.hasPending(threadId)) ? 'awaiting_approval' : null,
+    );
+    const checkInService = new CheckInService({
+      repository: new SqlCheckInRepository(storage.context),
+      storage,
+      timers: timerRepository,
+      jobs: jobQueue,
+      conversations,
+      clock,
+      logger,
+      awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+    });
+    checkIns = checkInService;
+    await checkInService.attach();
+    const autonomy = new AutonomyService({
+      storage,
+      timers: timerRepository,
+      jobs: jobQueue,
+      conversations,
+      coordinator,
+      events,
+      clock,
+      logger,
+      models,
+      defaultModel: config.model,
+      awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+    });
     await autonomy.attach();
     const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });
     const planOverlord = new Overlord({
@@ -208,6 +285,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
+    const outboundWebhooks = new OutboundWebhookService(
+      { repository: new SqlOutboundWebhookRepository(storage.context), agents, jobs: jobQueue, secrets, approval: (id) => approvalService.reread(id), clock, logger },
+      { allowPrivateAddresses: config.outboundWebhooksAllowPrivate, ...options.outboundWebhooks },
+    );
+    await outboundWebhooks.attach();
+    coordinator.onRunEnd((event) => outboundWebhooks.onRunEnd(event));
+    events.observe((event) => void outboundWebhooks.onEvent(event).catch((error: unknown) => logger.error({ err: error, type: event.type }, 'outbound webhook could not be queued')));
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
     wireDeletionCascade({ agents, conversations, autonomy, schedules, hooks });
     const telegramConfig = config.telegram;
@@ -222,6 +306,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             events,
             clock,
             logger,
+            approvals: approvalService,
           },
           {
             mode: telegramConfig.mode,
@@ -251,6 +336,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       hooks,
       plans,
       schedules,
+      approvals: approvalService,
+      checkIns: checkInService,
+      outboundWebhooks,
+      autonomyReports: new AutonomyReportService(new SqlAutonomyReportRepository(storage.context), agents),
       metrics,
       ...(options.onUndocumentedResponse ? { onUndocumentedResponse: options.onUndocumentedResponse } : {}),
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),
@@ -267,6 +356,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await schedules.recover();
     await jobQueue.start();
     await autonomy.start(); // its safety sweep: timers whose job went missing
+    await approvalService.recover(); // pending approvals keep their deadlines across restarts
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
     retention.start();
     logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
@@ -278,7 +368,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, approvals: approvalService, checkIns: checkInService },
       url: address,
       close: () =>
         (closing ??= (async () => {
@@ -311,6 +401,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await storage.close().catch(() => undefined);
     throw error;
   }
+}
+
+function required<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`${what} used before the server finished starting`);
+  return value;
 }
 
 /** The model resolver for these settings (the server, and `vigil doctor`'s test call). */

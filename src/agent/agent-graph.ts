@@ -10,7 +10,8 @@ export interface AgentGraph {
     input: Record<string, unknown> | null,
     options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[]; durability?: 'sync' | 'async' | 'exit' },
   ): Promise<AsyncIterable<unknown>>;
-  getState(config: RunnableConfig): Promise<{ values: unknown }>;
+  /** `tasks[].interrupts`: what the thread waits for when a node called interrupt() (I16). */
+  getState(config: RunnableConfig): Promise<{ values: unknown; tasks?: ReadonlyArray<{ interrupts?: readonly unknown[] }> }>;
 }
 
 export interface RegisteredGraph {

@@ -9,6 +9,7 @@ import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
 import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
 import { ContextWindow } from './context/context-window.js';
 import { runSettingsOf } from './run-settings.js';
+import { closeDanglingToolCalls, TOOLS_NODE, type ToolLoop } from './tool-loop/tool-loop.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
 export interface RecalledMemory {
@@ -43,6 +44,8 @@ export interface ChatGraphDependencies {
   memoryLimit?: number;
   /** Fits every model call into the agent's context budget (I14); a default one uses the server-wide budget. */
   context?: ContextWindow;
+  /** The agent's tools (model → tools → model); absent: the model answers with text alone. */
+  toolLoop?: ToolLoop;
 }
 
 export const RESPOND_NODE = 'respond';
@@ -50,7 +53,7 @@ export const MEMORY_NODE = 'recall_memories';
 
 /** memory retrieval → respond. */
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
-  const { memories, models, logger } = dependencies;
+  const { memories, models, logger, toolLoop } = dependencies;
   const memoryLimit = dependencies.memoryLimit ?? 5;
   const context = dependencies.context ?? new ContextWindow({ models, logger, clock: { now: () => new Date() } });
 
@@ -72,11 +75,12 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 
   async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
-    const model = models(run.model);
+    const model = toolLoop ? await toolLoop.bindModel(models(run.model), state.messages, run) : models(run.model);
     // The recalled memories, the run context rule, the envelope and the summary live in
     // this call's input only; the saved history receives just the reply (and a new
-    // summary). Memories are data after the rules, never prompt text.
-    const input = await context.prepare(state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
+    // summary). Memories are data after the rules, never prompt text. A tool call left
+    // unanswered (a superseded approval) is closed for the model, never in history.
+    const input = await context.prepare({ ...state, messages: closeDanglingToolCalls(state.messages) }, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
@@ -86,13 +90,16 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     return { messages: [reply], ...(input.update ?? {}) };
   }
 
-  return new StateGraph(ChatState)
+  const graph = new StateGraph(ChatState)
     .addNode(MEMORY_NODE, recallMemories)
     .addNode(RESPOND_NODE, respond)
+    .addNode(TOOLS_NODE, async (state: ChatStateValue, config: RunnableConfig) => ({ messages: toolLoop ? await toolLoop.runTools(state.messages, config) : [] }))
     .addEdge(START, MEMORY_NODE)
     .addEdge(MEMORY_NODE, RESPOND_NODE)
-    .addEdge(RESPOND_NODE, END)
-    .compile({ checkpointer: dependencies.checkpointer });
+    // respond → tools → respond until the model answers in text; bounded by the tool loop (I9).
+    .addConditionalEdges(RESPOND_NODE, async (state: ChatStateValue, config: RunnableConfig) => (toolLoop && (await toolLoop.route(state.messages, runSettingsOf(config))) === 'tools' ? TOOLS_NODE : END), [TOOLS_NODE, END])
+    .addEdge(TOOLS_NODE, RESPOND_NODE);
+  return graph.compile({ checkpointer: dependencies.checkpointer });
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;

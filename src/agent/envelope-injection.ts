@@ -41,6 +41,8 @@ export const ENVELOPE_VISIBILITY: Readonly<Record<RunTrigger, boolean>> = Object
   webhook: true,
   channel: true,
   heartbeat: true,
+  // The agent set it itself: the envelope tells it why and when (its prompt stays internal).
+  check_in: true,
 });
 
 export interface ModelInput {

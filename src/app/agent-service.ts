@@ -1,5 +1,6 @@
 import { AUTONOMY_SETTINGS_KEY, autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { VigilError } from '../domain/errors.js';
+import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
@@ -74,16 +75,21 @@ export class AgentService {
 
   /** Set one key of the agent's settings (a feature's policy); AGENT_NOT_FOUND when it is not the user's. */
   async updateSetting(userId: string, agentId: string, key: string, value: unknown): Promise<AgentRecord> {
+    if (key === 'tools') {
+      // The same validation whatever the entry point (HTTP, CLI, a test): a bad policy never reaches a run.
+      const checked = toolSettingsSchema.safeParse(value);
+      if (!checked.success) throw new VigilError('VALIDATION_FAILED', `invalid tool settings: ${checked.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`);
+    }
     const agent = await this.storage.agents.updateSetting(userId, agentId, key, value, this.clock.now().toISOString());
     if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
     return agent;
   }
 
-  /** Change the agent's own fields and, when given, one feature's setting; AGENT_NOT_FOUND when it is not the user's. */
-  async update(userId: string, agentId: string, changes: AgentChanges, setting?: { key: string; value: unknown }): Promise<AgentRecord> {
+  /** Change the agent's own fields and, when given, features' settings (validated at the boundary); AGENT_NOT_FOUND when it is not the user's. */
+  async update(userId: string, agentId: string, changes: AgentChanges, settings: ReadonlyArray<{ key: string; value: unknown }> = []): Promise<AgentRecord> {
     const now = this.clock.now().toISOString();
     let agent = await this.storage.agents.update(userId, agentId, changes, now);
-    if (agent && setting) agent = await this.storage.agents.updateSetting(userId, agentId, setting.key, setting.value, now);
+    for (const setting of settings) if (agent) agent = await this.storage.agents.updateSetting(userId, agentId, setting.key, setting.value, now);
     if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
     return agent;
   }

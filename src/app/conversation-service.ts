@@ -27,6 +27,8 @@ export type UserMessageHook = (thread: ThreadRecord, receivedAt: string) => Prom
 
 /** Called before a thread is deleted: a feature stops what would still run on it (a pending follow-up, a schedule). */
 export type ThreadDeletedHook = (thread: ThreadRecord) => Promise<void>;
+/** A reason why a system-started run must not start on the thread now, or null. */
+export type TriggeredRunGuard = (threadId: string, trigger: RunContext['trigger']) => Promise<string | null>;
 
 /** What a system-started run may add: how it treats a busy thread, its admission check, its retry gate. */
 export interface TriggeredRunGate {
@@ -41,6 +43,7 @@ export interface TriggeredRunGate {
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
   private readonly threadDeletedHooks: ThreadDeletedHook[] = [];
+  private readonly triggeredRunGuards: TriggeredRunGuard[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -86,6 +89,11 @@ export class ConversationService {
   /** Delete every thread of an agent (the agent is being deleted). */
   async deleteThreadsOf(userId: string, agentId: string): Promise<void> {
     for (const threadId of await this.storage.threads.listIdsByAgent(userId, agentId)) await this.deleteThread(userId, threadId);
+  }
+
+  /** Register a check every system-started run passes, under the thread's lock (approvals: a waiting thread takes no autonomous run). */
+  guardTriggeredRuns(guard: TriggeredRunGuard): void {
+    this.triggeredRunGuards.push(guard);
   }
 
   listThreads(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage> {
@@ -155,7 +163,10 @@ export class ConversationService {
     options: Pick<TriggeredRunGate, 'onInputStored'> = {},
   ): Promise<RunOutcome> {
     const outcome = await this.tryRunTriggered(userId, threadId, request, options);
-    if ('declined' in outcome) throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without a gate
+    if ('declined' in outcome) {
+      if (outcome.declined === 'awaiting_approval') throw new VigilError('THREAD_AWAITING_APPROVAL', 'the thread waits for a decision on a tool call; this run was skipped');
+      throw new VigilError('INTERNAL', `run declined: ${outcome.declined}`); // unreachable without a gate
+    }
     return outcome;
   }
 
@@ -180,7 +191,18 @@ export class ConversationService {
     if (request.input !== null && isRealUserMessage({ type: 'human', content: request.input.content, additional_kwargs: request.input.additional_kwargs })) {
       for (const hook of this.userMessageHooks) await hook(thread, context.requestedAt);
     }
-    return this.coordinator.tryRun({ context, agent, input: request.input, ...gate });
+    const guards = this.triggeredRunGuards;
+    const admit = async (admitted: RunContext, signal: AbortSignal): Promise<Admission> => {
+      for (const guard of guards) {
+        const reason = await guard(admitted.threadId, admitted.trigger);
+        if (reason !== null) {
+          this.logger.info({ threadId: admitted.threadId, trigger: admitted.trigger, reason }, 'a system-started run was skipped');
+          return { admitted: false, reason };
+        }
+      }
+      return gate.admit ? gate.admit(admitted, signal) : { admitted: true };
+    };
+    return this.coordinator.tryRun({ context, agent, input: request.input, ...gate, admit });
   }
 
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */

@@ -1,4 +1,5 @@
-import type { BaseMessage } from '@langchain/core/messages';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import { toolCallViews } from '../domain/tools/tool-call-view.js';
 import { previewOf } from '../domain/message-content.js';
 import { classifyMessage, isRealUserMessage, type Classification } from '../domain/message-metadata.js';
 import type { NewStoredMessage } from './ports.js';
@@ -23,7 +24,7 @@ export function projectMessage(message: BaseMessage, runId: string | null, now: 
     id: message.id,
     type,
     content: message.content,
-    additionalKwargs: { ...message.additional_kwargs },
+    additionalKwargs: projectedKwargs(message),
     responseMetadata: { ...(message.response_metadata ?? {}) },
     visibility: classification.visibility,
     runId,
@@ -32,4 +33,15 @@ export function projectMessage(message: BaseMessage, runId: string | null, now: 
     isRealUserMessage: isRealUserMessage(classifiable),
   };
   return { row, classification };
+}
+
+/**
+ * The kwargs a projected message keeps. A model message's tool calls are stored as their
+ * redacted view (name, arguments with secrets redacted), never the provider's raw
+ * arguments: the projection is what history shows.
+ */
+function projectedKwargs(message: BaseMessage): Record<string, unknown> {
+  const kwargs: Record<string, unknown> = { ...message.additional_kwargs };
+  if (AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0) kwargs.tool_calls = toolCallViews(message.tool_calls ?? []);
+  return kwargs;
 }

@@ -116,6 +116,7 @@ export async function chat(options: ChatOptions): Promise<number> {
       case 'run.end':
         if (event.status === 'failed') out(`\n[the run failed: ${event.error?.code ?? 'ERROR'}: ${event.error?.message ?? event.reason ?? ''}]`);
         if (event.status === 'cancelled') out(`\n[cancelled${event.reason ? `: ${event.reason}` : ''}]`);
+        if (event.status === 'interrupted') out('\n[waiting for your approval of a tool call: GET /api/approvals]');
         if (openLine.delete(event.runId) || event.status !== 'succeeded') out('\n');
         streamed.delete(event.runId);
         waitingForOwnRun = false;

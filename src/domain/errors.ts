@@ -5,6 +5,8 @@
  */
 export const ERROR_CODES = {
   VALIDATION_FAILED: { status: 400, description: 'The request body, query or params failed validation (wrong type, missing or unknown field).' },
+  OUTBOUND_ADDRESS_REFUSED: { status: 400, description: 'The webhook URL is not http(s), or points to a private or loopback address (VIGIL_OUTBOUND_WEBHOOKS_ALLOW_PRIVATE allows those).' },
+  APPROVAL_ARGUMENTS_INVALID: { status: 400, description: "The edited arguments do not fit the tool's schema." },
   MALFORMED_JSON: { status: 400, description: 'The request body is not valid JSON.' },
   UNAUTHORIZED: { status: 401, description: 'No bearer token, or one that is not configured.' },
   HOOK_SIGNATURE_INVALID: { status: 401, description: "The webhook delivery's webhook-signature is missing or does not match its id, timestamp and body." },
@@ -19,6 +21,10 @@ export const ERROR_CODES = {
   SCHEDULE_NOT_FOUND: { status: 404, description: 'No schedule with this id belongs to you.' },
   HOOK_NOT_FOUND: { status: 404, description: 'No webhook with this id (for management: none that belongs to you).' },
   TIMER_NOT_FOUND: { status: 404, description: 'No follow-up timer with this id on this thread belongs to you.' },
+  OUTBOUND_WEBHOOK_NOT_FOUND: { status: 404, description: "No outbound webhook with this id belongs to you and this agent." },
+  APPROVAL_NOT_FOUND: { status: 404, description: 'No approval request with this id belongs to you.' },
+  APPROVAL_ALREADY_DECIDED: { status: 409, description: 'The approval request was already decided (or expired, or superseded) differently; the first decision stands.' },
+  THREAD_AWAITING_APPROVAL: { status: 409, description: 'The thread waits for a decision on a tool call; autonomous runs on it are skipped until then.' },
   AGENT_EXISTS: { status: 409, description: 'An agent with this id already exists.' },
   PLAN_NOT_RESUMABLE: { status: 409, description: 'The plan is completed or superseded; there is nothing to resume.' },
   PLAN_BUSY: { status: 409, description: "A run is already working on the plan's thread; resume it when that run has ended." },

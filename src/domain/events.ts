@@ -29,7 +29,7 @@ export const messageEndEventSchema = z.object({
 export const runEndEventSchema = z.object({
   type: z.literal('run.end'),
   ...base,
-  status: z.enum(['succeeded', 'failed', 'cancelled']),
+  status: z.enum(['succeeded', 'failed', 'cancelled', 'interrupted']),
   reason: z.string().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
@@ -76,6 +76,27 @@ export const criticDecideEventSchema = z.object({
 });
 export const planCompleteEventSchema = z.object({ type: z.literal('plan.complete'), ...planBase, status: z.enum(['completed', 'stopped']), reason: z.string().optional() });
 
+// ---------- approvals: tool calls waiting for a person (I16) ----------
+const approvalBase = { ...base, approvalId: z.string(), toolCallId: z.string(), tool: z.string() };
+export const approvalRequestedEventSchema = z.object({
+  type: z.literal('approval.requested'),
+  ...approvalBase,
+  /** Redacted. */
+  arguments: z.record(z.string(), z.unknown()),
+  expiresAt: z.string(),
+  attended: z.boolean(),
+});
+export const approvalDecidedEventSchema = z.object({
+  type: z.literal('approval.decided'),
+  ...approvalBase,
+  status: z.enum(['approved', 'edited', 'rejected', 'superseded']),
+  channel: z.string(),
+});
+/** Nobody answered in time: recorded as expired, never as a refusal. */
+export const approvalExpiredEventSchema = z.object({ type: z.literal('approval.expired'), ...approvalBase, expiresAt: z.string() });
+/** The deadline is near and nobody has answered yet. */
+export const approvalExpiringEventSchema = z.object({ type: z.literal('approval.expiring'), ...approvalBase, expiresAt: z.string() });
+
 export const vigilEventSchema = z.discriminatedUnion('type', [
   runStartEventSchema,
   messageDeltaEventSchema,
@@ -92,6 +113,10 @@ export const vigilEventSchema = z.discriminatedUnion('type', [
   stepEndEventSchema,
   criticDecideEventSchema,
   planCompleteEventSchema,
+  approvalRequestedEventSchema,
+  approvalDecidedEventSchema,
+  approvalExpiredEventSchema,
+  approvalExpiringEventSchema,
 ]);
 export type VigilEvent = z.infer<typeof vigilEventSchema>;
 export type VigilEventType = VigilEvent['type'];

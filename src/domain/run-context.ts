@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 /** Why a run happens. */
-export const RUN_TRIGGERS = ['user', 'autonomy', 'cron', 'webhook', 'channel', 'heartbeat'] as const;
+/** `check_in`: a one-shot timer the agent set itself with a tool (schedule_check_in). */
+export const RUN_TRIGGERS = ['user', 'autonomy', 'cron', 'webhook', 'channel', 'heartbeat', 'check_in'] as const;
 export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 export const runTriggerSchema = z.enum(RUN_TRIGGERS);
 
@@ -17,5 +18,6 @@ export interface RunContext {
   readonly correlationId: string;
 }
 
-export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+/** `interrupted`: the run stopped to wait for a person (an approval, I16); it never counts as finished. */
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'cancelled', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];

@@ -13,6 +13,7 @@ const LABELS: Record<RunTrigger, string> = {
   webhook: 'webhook',
   channel: 'chat channel',
   heartbeat: 'plan check',
+  check_in: 'check-in the agent set',
 };
 
 const FOLLOW_UP_REASONS: Record<string, string> = {

@@ -1,5 +1,9 @@
 import type { Logger } from 'pino';
 import type { AgentService } from '../app/agent-service.js';
+import type { ApprovalService } from '../app/approvals/approval-service.js';
+import type { CheckInService } from '../app/check-ins/check-in-service.js';
+import type { AutonomyReportService } from '../app/autonomy/autonomy-report-service.js';
+import type { OutboundWebhookService } from '../app/outbound/outbound-webhook-service.js';
 import type { AutonomyService } from '../app/autonomy/autonomy-service.js';
 import type { ConversationService } from '../app/conversation-service.js';
 import type { ThreadContextService } from '../app/context/thread-context-service.js';
@@ -36,6 +40,14 @@ export interface HttpDependencies {
   hooks?: HookService;
   /** Planner agents: plans, resume, tools and planner settings. */
   plans?: PlanService;
+  /** Tool calls waiting for a person's decision. */
+  approvals?: ApprovalService;
+  /** Check-ins the agent set itself: the person lists and cancels them. */
+  checkIns?: CheckInService;
+  /** Per trigger type: is autonomy welcome? */
+  autonomyReports?: AutonomyReportService;
+  /** An agent's outbound webhooks. */
+  outboundWebhooks?: OutboundWebhookService;
   /** Cron and one-shot schedules. */
   schedules?: ScheduleService;
   /** Serve the built web app at / (default: when web/dist exists). */

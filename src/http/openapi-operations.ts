@@ -66,6 +66,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'PATCH /api/schedules/{scheduleId}': { id: 'updateSchedule', summary: 'Pause, resume or change a schedule' },
   'DELETE /api/schedules/{scheduleId}': { id: 'deleteSchedule', summary: 'Delete a schedule' },
   'GET /api/schedules/{scheduleId}/fires': { id: 'listScheduleFires', summary: "A schedule's fires and their runs" },
+  'GET /api/approvals': { id: 'listApprovals', summary: 'Your tool-call approval requests across threads, newest first' },
+  'GET /api/approvals/{approvalId}': { id: 'getApproval', summary: 'Get an approval request' },
+  'POST /api/approvals/{approvalId}/decision': { id: 'decideApproval', summary: 'Approve, edit or reject a tool call', errors: [409] },
+  'GET /api/threads/{threadId}/check-ins': { id: 'listCheckIns', summary: "The check-ins the agent set on a thread" },
+  'DELETE /api/threads/{threadId}/check-ins/{checkInId}': { id: 'cancelCheckIn', summary: 'Cancel a pending check-in', errors: [409] },
+  'GET /api/agents/{agentId}/autonomy/report': { id: 'getAutonomyReport', summary: 'Is autonomy welcome: replies and answers per trigger type' },
+  'POST /api/agents/{agentId}/webhooks': { id: 'createOutboundWebhook', summary: "Subscribe a URL to an agent's events (secret shown once)" },
+  'GET /api/agents/{agentId}/webhooks': { id: 'listOutboundWebhooks', summary: "An agent's outbound webhooks" },
+  'DELETE /api/agents/{agentId}/webhooks/{webhookId}': { id: 'deleteOutboundWebhook', summary: 'Delete an outbound webhook' },
+  'GET /api/agents/{agentId}/webhooks/{webhookId}/deliveries': { id: 'listOutboundDeliveries', summary: "An outbound webhook's delivery attempts" },
   'POST /api/channels/telegram/webhook': { id: 'receiveTelegramUpdate', summary: 'A Telegram update (webhook mode)', public: true },
 };
 

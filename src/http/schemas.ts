@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
+import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
+import { storedToolCallViews } from '../domain/tools/tool-call-view.js';
 import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 import type { ContextReport } from '../domain/context/context-report.js';
 import { summaryCoverageSchema } from '../domain/context/conversation-summary.js';
@@ -35,6 +37,8 @@ export const createAgentBody = z
     model: modelSpec.nullable().default(null),
     /** The agent's autonomy policy (idle follow-ups); off when omitted. */
     autonomy: autonomyPolicySchema.optional(),
+    /** Tool settings, the same shape on every agent kind: approval policy, fetch allow-list, MCP servers, bounds. */
+    tools: toolSettingsSchema.optional(),
   })
   .strict();
 export const updateAgentBody = z
@@ -44,6 +48,8 @@ export const updateAgentBody = z
     model: modelSpec.nullable().optional(),
     /** Replaces the agent's autonomy policy, as PUT /api/agents/{id}/autonomy does. */
     autonomy: autonomyPolicySchema.optional(),
+    /** Replaces the agent's tool settings (approval policy per tool, fetch, MCP servers, bounds). */
+    tools: toolSettingsSchema.optional(),
   })
   .strict()
   .refine((value) => Object.keys(value).length > 0, 'nothing to change');
@@ -84,6 +90,8 @@ export const threadDto = z.object({
   messageCount: z.number().int().describe('visible messages only (I2)'),
   preview: z.string().nullable().describe('the last visible message'),
   lastMessageAt: z.string().nullable(),
+  /** `interrupted`: a tool call waits for the person's decision (GET /api/approvals). Present on a single thread's read. */
+  status: z.enum(['idle', 'interrupted']).optional(),
 });
 export const messageDto = z.object({
   id: z.string(),
@@ -92,6 +100,10 @@ export const messageDto = z.object({
   createdAt: z.string(),
   runId: z.string().nullable(),
   metadata: z.record(z.string(), z.unknown()),
+  toolCalls: z
+    .array(z.object({ id: z.string().nullable(), name: z.string(), arguments: z.unknown() }))
+    .optional()
+    .describe("the agent's tool calls in this reply (arguments redacted); their results are the tool messages (include=internal)"),
   visibility: z.enum(['user', 'internal']).optional().describe('present with include=internal'),
   additionalKwargs: z.record(z.string(), z.unknown()).optional().describe('present with include=internal'),
 });
@@ -141,6 +153,8 @@ export function toMessageDto(message: StoredMessage, includeInternal: boolean): 
     runId: message.runId,
     metadata: publicMetadataOf(message),
   };
+  const toolCalls = message.type === 'ai' ? storedToolCallViews(message.additionalKwargs.tool_calls) : [];
+  if (toolCalls.length > 0) dto.toolCalls = toolCalls;
   if (includeInternal) {
     dto.visibility = message.visibility;
     dto.additionalKwargs = message.additionalKwargs;

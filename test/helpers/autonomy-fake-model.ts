@@ -74,6 +74,9 @@ export class CountingChatModel extends BaseChatModel {
   }
 
   override bindTools(tools: unknown[]): CountingChatModel {
+    // withStructuredOutput binds exactly one tool (the decision); an agent's turn offers its
+    // toolbox, which this fake answers in text, as a model that needs no tool would.
+    if (tools.length !== 1) return this;
     return new CountingChatModel(this.log, tools as Array<{ function?: { name?: string }; name?: string }>);
   }
 

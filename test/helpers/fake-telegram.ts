@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface FakeTelegramCall {
   method: string;
+  /** What the fake answered (sendMessage: the sent message, with its message_id). */
+  result?: Record<string, any>;
   payload: Record<string, any>;
   at: number;
 }
@@ -75,6 +77,23 @@ export class FakeTelegram {
     };
   }
 
+  /** A person presses an inline button under one of the bot's messages. */
+  pushButton(press: { chatId: number; fromId?: number; messageId: number; text?: string; data: string; chatType?: string }): Record<string, any> {
+    const update = {
+      update_id: this.nextUpdateId++,
+      callback_query: {
+        id: `cb-${this.nextUpdateId}`,
+        from: { id: press.fromId ?? Math.abs(press.chatId), is_bot: false, first_name: 'Ada' },
+        message: { message_id: press.messageId, date: Math.floor(Date.now() / 1000), chat: { id: press.chatId, type: press.chatType ?? 'private' }, text: press.text ?? '' },
+        chat_instance: '1',
+        data: press.data,
+      },
+    };
+    this.updates.push(update);
+    this.release();
+    return update;
+  }
+
   callsOf(method: string): FakeTelegramCall[] {
     return this.calls.filter((call) => call.method === method);
   }
@@ -109,8 +128,11 @@ export class FakeTelegram {
         return reply(response, 200, { ok: true, result: { id: this.botId, is_bot: true, first_name: 'Vigil Test', username: this.options.username ?? 'vigil_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } });
       case 'sendMessage': {
         const result = { message_id: this.nextMessageId++, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: 'private' }, from: { id: this.botId, is_bot: true, first_name: 'Vigil Test' }, text: payload.text };
+        this.calls[this.calls.length - 1]!.result = result;
         return reply(response, 200, { ok: true, result });
       }
+      case 'answerCallbackQuery':
+      case 'editMessageText':
       case 'setWebhook':
       case 'deleteWebhook':
         return reply(response, 200, { ok: true, result: true });

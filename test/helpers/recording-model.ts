@@ -18,6 +18,11 @@ export class RecordingModel extends FakeListChatModel {
     return super.invoke(input, options);
   }
 
+  /** Offered tools (an agent's toolbox), it answers in text like a model without tool calling: every call is still recorded. */
+  override bindTools(): this {
+    return this;
+  }
+
   lastCall(): BaseMessage[] {
     const call = this.calls.at(-1);
     if (!call) throw new Error('the model was never called');

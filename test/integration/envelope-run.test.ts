@@ -141,7 +141,7 @@ describe('run envelope injection through the chat graph (seed 004, I4)', () => {
     expect(markedMessages(seen)).toEqual([]);
     expect(seen.at(-1)?.content).toBe(TRIGGER_PROMPTS.check_in); // seed 000's natural prompt, nothing more
     expect(String(seen[0]?.content)).toContain(systemPromptRule(autonomy.nonce));
-    expect(Object.entries(ENVELOPE_VISIBILITY).filter(([, visible]) => visible).map(([trigger]) => trigger).sort()).toEqual(['channel', 'cron', 'heartbeat', 'webhook']);
+    expect(Object.entries(ENVELOPE_VISIBILITY).filter(([, visible]) => visible).map(([trigger]) => trigger).sort()).toEqual(['channel', 'check_in', 'cron', 'heartbeat', 'webhook']);
     expect(Object.keys(ENVELOPE_VISIBILITY).sort()).toEqual([...RUN_TRIGGERS].sort());
   });
 

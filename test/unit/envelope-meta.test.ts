@@ -17,6 +17,7 @@ const valid: Record<RunTrigger, Record<string, unknown>> = {
   webhook: { trigger: 'webhook', ...core, hook_id: 'hook_github', delivery_id: 'd-123', payload: { event: 'push', repository: 'acme/api', commits: 3, forced: false, ref: null } },
   channel: { trigger: 'channel', ...core, channel: 'telegram', chat_id: -1001234567890, message_id: 8812, chat_type: 'supergroup', from_user_id: 28036192 },
   heartbeat: { trigger: 'heartbeat', ...core, plan_id: 'plan_9', idle_ms: 300_000, priority: 'high' },
+  check_in: { trigger: 'check_in', ...core, check_in_id: 'chk_1', reason: 'see whether the invoice was paid', set_at_utc: '2026-02-02T09:00:00Z' },
 };
 
 function validationError(run: () => unknown): { code: string; message: string } {

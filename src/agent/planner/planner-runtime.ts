@@ -7,6 +7,7 @@ import type { AgentRepository, ChatModelResolver, Clock, EventBus, MemoryStore }
 import type { VigilEvent } from '../../domain/events.js';
 import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
+import { plannerSettingsWithTools } from '../../domain/tools/tool-settings.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
@@ -77,7 +78,7 @@ export class PlannerRuntime {
   async settings(scope: RunScope): Promise<PlannerSettings> {
     const agent = await this.deps.agents.get(scope.run.userId, scope.run.agentId);
     try {
-      return plannerSettingsOf(agent?.settings ?? {});
+      return plannerSettingsWithTools(agent?.settings ?? {});
     } catch (error) {
       scope.log.error({ err: error, agentId: scope.run.agentId }, 'invalid planner settings; using the defaults');
       return plannerSettingsSchema.parse({});

@@ -23,6 +23,8 @@ export interface Toolbox {
   /** Configured MCP servers whose tools could not be loaded, and why. */
   readonly unavailable: ReadonlyArray<{ server: string; error: string }>;
   has(name: string): boolean;
+  /** Why these arguments do not fit the tool's schema, or null when they do (an edited approval is checked here). */
+  validate(name: string, args: Record<string, unknown>): string | null;
   /** The tool's output as text; throws when the tool fails or its arguments are invalid. */
   call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<string>;
 }
@@ -38,21 +40,47 @@ export class PlannerToolboxFactory implements ToolboxFactory {
   async toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings }): Promise<Toolbox> {
     const builtIn = createBuiltInTools({ namespace: input.namespace, memories: this.deps.memories, clock: this.deps.clock, fetch: input.settings.fetch });
     const servers = await this.deps.mcp.toolsOf(input.settings.mcpServers);
-    const entries: Array<{ tool: StructuredToolInterface; descriptor: ToolDescriptor }> = builtIn.map((tool) => ({ tool, descriptor: describe(tool, 'built-in', null) }));
+    const entries: ToolEntry[] = builtIn.map((tool) => ({ tool, descriptor: describe(tool, 'built-in', null) }));
     for (const server of servers) for (const tool of server.tools) entries.push({ tool, descriptor: describe(tool, 'mcp', server.server) });
-    const byName = new Map(entries.map((entry) => [entry.descriptor.name, entry.tool]));
-    return {
-      descriptors: entries.map((entry) => entry.descriptor),
-      unavailable: servers.filter((server) => server.error !== undefined).map((server) => ({ server: server.server, error: server.error ?? '' })),
-      has: (name) => byName.has(name),
-      call: async (name, args, signal) => {
-        const tool = byName.get(name);
-        if (!tool) throw new Error(`no tool named "${name}"`);
-        const output: unknown = await tool.invoke(args, signal ? { signal } : {});
-        return outputText(output);
-      },
-    };
+    return toolboxOf(entries, servers.filter((server) => server.error !== undefined).map((server) => ({ server: server.server, error: server.error ?? '' })));
   }
+}
+
+type ToolEntry = { tool: StructuredToolInterface; descriptor: ToolDescriptor };
+
+/** A toolbox with more built-in tools (e.g. a chat run's check-in tools, which need its thread). */
+export function withTools(toolbox: Toolbox, tools: StructuredToolInterface[]): Toolbox {
+  const extra = toolboxOf(tools.map((tool) => ({ tool, descriptor: describe(tool, 'built-in', null) })), []);
+  return {
+    descriptors: [...toolbox.descriptors, ...extra.descriptors],
+    unavailable: toolbox.unavailable,
+    has: (name) => extra.has(name) || toolbox.has(name),
+    validate: (name, args) => (extra.has(name) ? extra.validate(name, args) : toolbox.validate(name, args)),
+    call: (name, args, signal) => (extra.has(name) ? extra.call(name, args, signal) : toolbox.call(name, args, signal)),
+  };
+}
+
+function toolboxOf(entries: ToolEntry[], unavailable: Toolbox['unavailable']): Toolbox {
+  const byName = new Map(entries.map((entry) => [entry.descriptor.name, entry.tool]));
+  return {
+    descriptors: entries.map((entry) => entry.descriptor),
+    unavailable,
+    has: (name) => byName.has(name),
+    validate: (name, args) => {
+      const tool = byName.get(name);
+      if (!tool) return `no tool named "${name}"`;
+      const schema: unknown = tool.schema;
+      if (!isInteropZodSchema(schema)) return null; // an MCP tool's JSON schema: its server checks the call
+      const checked = (schema as { safeParse(value: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }).safeParse(args);
+      return checked.success ? null : (checked.error?.issues ?? []).map((issue) => `${issue.path.map(String).join('.') || '(arguments)'}: ${issue.message}`).join('; ');
+    },
+    call: async (name, args, signal) => {
+      const tool = byName.get(name);
+      if (!tool) throw new Error(`no tool named "${name}"`);
+      const output: unknown = await tool.invoke(args, signal ? { signal } : {});
+      return outputText(output);
+    },
+  };
 }
 
 function describe(tool: StructuredToolInterface, source: ToolDescriptor['source'], server: string | null): ToolDescriptor {

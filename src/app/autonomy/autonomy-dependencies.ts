@@ -22,6 +22,8 @@ export interface AutonomyDependencies {
   /** The agent's model, for the optional evaluator (rules+model). */
   models: ChatModelResolver;
   defaultModel: string;
+  /** Whether the thread waits for a person's decision on a tool call: no follow-up fires then (I16). */
+  awaitingApproval?: (threadId: string) => Promise<boolean>;
 }
 
 /** timer.schedule / timer.fire / timer.cancel, to every client subscribed to the thread. */

@@ -89,6 +89,8 @@ export class FollowUpFirer {
     if (current?.state !== 'pending') return { admitted: false, reason: 'not_pending' };
     // A person's message is on its way in: it cancels this timer itself.
     if (signal.aborted) return { admitted: false, reason: 'preempted' };
+    // The thread waits for a person's decision: acting again on it now would pile up asks.
+    if (await this.deps.awaitingApproval?.(timer.threadId)) return this.settle(current, 'pending', 'skipped', 'awaiting_approval', log);
     const refusal = await this.refusal(current, policy, now);
     if (refusal === 'quiet_hours' && policy.quietHours?.mode === 'defer') {
       await this.moveTo(current, endOfQuietHours(now, policy.quietHours, policy.timeZone), 'it came due in quiet hours', log);

@@ -48,6 +48,8 @@ export class FollowUpScheduler {
     if (event.supersededByPerson) return log.debug('no follow-up planned: a person sent a message during the run');
     // Cancelled (by its owner, a person's message or a shutdown): nothing to follow up on.
     if (outcome.run.status === 'cancelled') return;
+    // Waiting for a person's approval: the thread is not silent, it waits; the resumed run plans (I16).
+    if (outcome.run.status === 'interrupted') return log.debug('no follow-up planned: the run waits for an approval');
     const agent = await this.deps.storage.agents.get(context.userId, context.agentId);
     if (!agent) return;
     const reply = [...outcome.messages].reverse().find((message) => message.type === 'ai' && message.visibility === 'user');

@@ -3,6 +3,7 @@ import { HumanMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
 import { VigilError } from '../../domain/errors.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
+import { plannerSettingsWithTools } from '../../domain/tools/tool-settings.js';
 import type { HeartbeatContext } from '../../domain/planner/planner-state.js';
 import type { RunContext } from '../../domain/run-context.js';
 import type { ToolDescriptor, ToolboxFactory } from '../../agent/tools/planner-toolbox.js';
@@ -83,7 +84,7 @@ export class PlanService {
   /** The tools a planner agent has now: built-ins and its MCP servers' tools (and which servers failed). */
   async tools(userId: string, agentId: string): Promise<{ tools: readonly ToolDescriptor[]; unavailable: ReadonlyArray<{ server: string; error: string }> }> {
     const agent = await this.deps.agents.get(userId, agentId);
-    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: plannerSettingsOf(agent.settings) });
+    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: plannerSettingsWithTools(agent.settings) });
     return { tools: toolbox.descriptors, unavailable: toolbox.unavailable };
   }
 

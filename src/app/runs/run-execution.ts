@@ -211,7 +211,11 @@ export class RunExecution {
 
   /** The graph ended normally. */
   async finishRun(): Promise<RunOutcome> {
-    const run = await this.deps.storage.runs.finish(this.runId, { status: 'succeeded', reason: this.registered.endReason?.(this.lastValues) ?? null, endedAt: this.deps.clock.now().toISOString() });
+    // A graph that stopped at interrupt() waits for a person: `interrupted`, never `succeeded` (I16).
+    const state = await this.registered.graph.getState(runConfig(this.settings));
+    const waiting = (state.tasks ?? []).some((task) => (task.interrupts?.length ?? 0) > 0);
+    const end = waiting ? { status: 'interrupted' as const, reason: 'waiting for a person\'s approval' } : { status: 'succeeded' as const, reason: this.registered.endReason?.(this.lastValues) ?? null };
+    const run = await this.deps.storage.runs.finish(this.runId, { ...end, endedAt: this.deps.clock.now().toISOString() });
     this.run = run;
     this.log.info({ status: run.status }, 'run ended');
     return { run, messages: this.projected };

@@ -103,10 +103,12 @@ export class ScheduleRunner {
         meta: { schedule_id: schedule.id, fire_id: fireId, scheduled_for_utc: scheduledFor },
         correlationId: fireId,
       });
-      const succeeded = outcome.run.status === 'succeeded';
+      // A run that stopped to wait for a person's approval fired: the fire is done, its run waits (I16).
+      const interrupted = outcome.run.status === 'interrupted';
+      const succeeded = outcome.run.status === 'succeeded' || interrupted;
       await this.schedules.finishFire(fireId, {
         status: succeeded ? 'succeeded' : 'failed',
-        reason: succeeded ? null : (outcome.run.errorCode ?? outcome.run.status),
+        reason: interrupted ? 'its run waits for an approval' : succeeded ? null : (outcome.run.errorCode ?? outcome.run.status),
         runId: outcome.run.id,
         threadId,
         endedAt: this.clock.now().toISOString(),
@@ -114,7 +116,9 @@ export class ScheduleRunner {
       log.info({ fireId, runId: outcome.run.id, status: outcome.run.status }, 'schedule fired');
     } catch (error) {
       log.error({ err: error, fireId }, 'schedule fire failed');
-      await this.schedules.finishFire(fireId, { status: 'failed', reason: isVigilError(error) ? error.code : 'INTERNAL', threadId, endedAt: this.clock.now().toISOString() });
+      // The thread waits for a person's decision: this fire is skipped, with its reason (I16).
+      const waiting = isVigilError(error) && error.code === 'THREAD_AWAITING_APPROVAL';
+      await this.schedules.finishFire(fireId, { status: waiting ? 'skipped' : 'failed', reason: waiting ? 'awaiting_approval' : isVigilError(error) ? error.code : 'INTERNAL', threadId, endedAt: this.clock.now().toISOString() });
     }
   }
 }

@@ -9,7 +9,17 @@ import { runMetaOf } from '../../app/run-meta.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import { textOf } from '../../domain/message-content.js';
 import type { TelegramChat, TelegramChatStore } from './telegram-store.js';
-import { splitForTelegram, telegramUpdateSchema, type TelegramMessage } from './telegram-update.js';
+import { approvalButtonData, parseApprovalButton, splitForTelegram, telegramUpdateSchema, type TelegramCallbackQuery, type TelegramMessage } from './telegram-update.js';
+import type { ApprovalDecisionBody, ApprovalRecord } from '../../domain/tools/approval.js';
+import type { EventOf } from '../../domain/events.js';
+
+/** What the channel needs of the approvals: a person's decision, through Telegram. */
+export interface TelegramApprovals {
+  decide(userId: string, id: string, body: ApprovalDecisionBody, channel: 'telegram'): Promise<ApprovalRecord>;
+}
+
+/** The updates the bot asks Telegram for: messages, and presses of its approval buttons. */
+const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
 
 export interface TelegramChannelOptions {
   /** How updates arrive: long polling (getUpdates), or Telegram calling our webhook route. */
@@ -37,6 +47,8 @@ export interface TelegramChannelDependencies {
   events: EventBus;
   clock: Clock;
   logger: Logger;
+  /** Approve / Reject buttons for tool calls waiting on a chat's thread (absent: none are sent). */
+  approvals?: TelegramApprovals;
 }
 
 /** Telegram redelivers an unconfirmed update for 24 hours; handled ids are kept twice that. */
@@ -105,10 +117,10 @@ export class TelegramChannel {
     if (this.stopping) return;
     if (this.options.mode === 'polling') {
       this.polling = bot
-        .start({ allowed_updates: ['message'], timeout: this.options.pollTimeoutSeconds ?? 30 })
+        .start({ allowed_updates: [...ALLOWED_UPDATES], timeout: this.options.pollTimeoutSeconds ?? 30 })
         .catch((error: unknown) => logger.error({ err: error }, 'telegram long polling stopped'));
     } else if (this.options.webhookUrl !== undefined) {
-      await bot.api.setWebhook(this.options.webhookUrl, { secret_token: this.options.webhookSecret, allowed_updates: ['message'] });
+      await bot.api.setWebhook(this.options.webhookUrl, { secret_token: this.options.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
     }
     logger.info({ botId: this.botId, mode: this.options.mode, userId: this.options.userId, agentId: this.options.agentId }, 'telegram channel started');
   }
@@ -145,6 +157,12 @@ export class TelegramChannel {
       return;
     }
     const update = parsed.data;
+    if (update.callback_query !== undefined) {
+      const query = update.callback_query;
+      if (!(await store.recordUpdate(this.botId, update.update_id, clock.now().toISOString()))) return;
+      this.chain(`chat:${query.message?.chat.id ?? 'unknown'}`, () => this.onButton(query));
+      return;
+    }
     const message = update.message;
     if (message?.text === undefined || message.text.trim() === '') {
       logger.debug({ updateId: update.update_id }, 'telegram update ignored: not a text message');
@@ -226,6 +244,7 @@ export class TelegramChannel {
     if (this.subscriptions.has(chat.threadId)) return;
     const unsubscribe = this.deps.events.subscribe(chat.threadId, (event) => {
       if (event.type === 'message.end' && event.message.role === 'assistant') this.flush(chat.chatId, chat.threadId);
+      if (event.type === 'approval.requested' && this.deps.approvals) this.chain(`outbox:${chat.threadId}`, () => this.askApproval(chat, event));
     });
     this.subscriptions.set(chat.threadId, unsubscribe);
   }
@@ -295,6 +314,43 @@ export class TelegramChannel {
       }
     }
     log.debug({ parts: parts.length }, 'telegram reply sent');
+  }
+
+  /** A tool call waits for the person: a message with Approve / Reject buttons. */
+  private async askApproval(chat: TelegramChat, event: EventOf<'approval.requested'>): Promise<void> {
+    const text = `The agent wants to run ${event.tool} with ${JSON.stringify(event.arguments).slice(0, 1500)}.\nIt waits for your decision until ${event.expiresAt}.`;
+    await this.deps.bot.api.sendMessage(chat.chatId, text, {
+      reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: approvalButtonData(event.approvalId, 'approve') }, { text: 'Reject', callback_data: approvalButtonData(event.approvalId, 'reject') }]] },
+    });
+    this.deps.logger.info({ chatId: chat.chatId, threadId: chat.threadId, approvalId: event.approvalId }, 'telegram approval request sent');
+  }
+
+  /** A button press: only the chat's own person decides; the message is edited to show the outcome. */
+  private async onButton(query: TelegramCallbackQuery): Promise<void> {
+    const { store, logger } = this.deps;
+    const button = parseApprovalButton(query.data);
+    const message = query.message;
+    const answer = (text: string) => this.deps.bot.api.answerCallbackQuery(query.id, { text }).catch((error: unknown) => logger.warn({ err: error }, 'telegram callback answer failed'));
+    if (!button || !message || !this.deps.approvals) return void (await answer('Nothing to do.'));
+    const chat = await store.findChat(this.botId, message.chat.id);
+    // The chat's allowed user: a private chat with that person (a group's other members cannot decide).
+    const allowed = chat !== undefined && message.chat.type === 'private' && query.from.id === message.chat.id && (!this.options.allowedChats || this.options.allowedChats.has(message.chat.id));
+    if (!allowed) {
+      logger.info({ chatId: message.chat.id, fromId: query.from.id }, 'telegram approval button refused: not the chat\'s person');
+      return void (await answer('Only the person this chat belongs to can decide.'));
+    }
+    let outcome: string;
+    try {
+      const record = await this.deps.approvals.decide(chat.userId, button.approvalId, { decision: button.decision }, 'telegram');
+      outcome = `${record.tool}: ${record.status}`;
+    } catch (error) {
+      if (!isVigilError(error) || (error.code !== 'APPROVAL_ALREADY_DECIDED' && error.code !== 'APPROVAL_NOT_FOUND')) throw error;
+      const status = (error.details as { status?: string } | undefined)?.status;
+      outcome = error.code === 'APPROVAL_NOT_FOUND' ? 'this request no longer exists' : `already ${status ?? 'decided'}`;
+    }
+    await answer(outcome);
+    const original = message.text ?? 'Approval request';
+    await this.deps.bot.api.editMessageText(message.chat.id, message.message_id, `${original}\n\nDecision: ${outcome}`).catch((error: unknown) => logger.warn({ err: error }, 'telegram approval message could not be edited'));
   }
 
   /** Run `work` after the previous work of the same key; errors are logged, never thrown. */

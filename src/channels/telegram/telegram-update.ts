@@ -15,12 +15,35 @@ export const telegramMessageSchema = z
   })
   .loose();
 
+/** A press of an inline button (an approval's Approve / Reject). */
+export const telegramCallbackQuerySchema = z
+  .object({
+    id: z.string().min(1).max(128),
+    from: z.object({ id: z.number().int().positive() }).loose(),
+    message: z.object({ message_id: z.number().int().positive(), chat: z.object({ id: z.number().int(), type: z.enum(TELEGRAM_CHAT_TYPES) }).loose(), text: z.string().max(16_384).optional() }).loose().optional(),
+    data: z.string().max(64).optional(),
+  })
+  .loose();
+
 export const telegramUpdateSchema = z
   .object({
     update_id: z.number().int().nonnegative(),
     message: telegramMessageSchema.optional(),
+    callback_query: telegramCallbackQuerySchema.optional(),
   })
   .loose();
+
+export type TelegramCallbackQuery = z.infer<typeof telegramCallbackQuerySchema>;
+
+/** An approval button's payload: `ap:<approval id>:a|r` (Telegram allows 64 bytes). */
+export function approvalButtonData(approvalId: string, decision: 'approve' | 'reject'): string {
+  return `ap:${approvalId}:${decision === 'approve' ? 'a' : 'r'}`;
+}
+
+export function parseApprovalButton(data: string | undefined): { approvalId: string; decision: 'approve' | 'reject' } | undefined {
+  const match = /^ap:([A-Za-z0-9-]{1,64}):([ar])$/.exec(data ?? '');
+  return match ? { approvalId: match[1]!, decision: match[2] === 'a' ? 'approve' : 'reject' } : undefined;
+}
 
 export type TelegramUpdate = z.infer<typeof telegramUpdateSchema>;
 export type TelegramMessage = z.infer<typeof telegramMessageSchema>;

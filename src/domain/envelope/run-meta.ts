@@ -78,6 +78,15 @@ export const heartbeatMetaSchema = z.strictObject({
   priority: z.enum(HEARTBEAT_PRIORITIES),
 });
 
+export const checkInMetaSchema = z.strictObject({
+  trigger: z.literal('check_in'),
+  ...core,
+  check_in_id: identifier,
+  /** The agent's own reason, given when it set the check-in. */
+  reason: z.string().max(500),
+  set_at_utc: utcTimestamp,
+});
+
 export const runMetaSchemas = {
   user: userMetaSchema,
   autonomy: autonomyMetaSchema,
@@ -85,6 +94,7 @@ export const runMetaSchemas = {
   webhook: webhookMetaSchema,
   channel: channelMetaSchema,
   heartbeat: heartbeatMetaSchema,
+  check_in: checkInMetaSchema,
 } as const satisfies Record<RunTrigger, z.ZodType>;
 
 export const runMetaSchema = z.discriminatedUnion('trigger', [
@@ -94,6 +104,7 @@ export const runMetaSchema = z.discriminatedUnion('trigger', [
   webhookMetaSchema,
   channelMetaSchema,
   heartbeatMetaSchema,
+  checkInMetaSchema,
 ]);
 
 export type RunMeta = z.infer<typeof runMetaSchema>;

@@ -7,8 +7,8 @@ import { agentDto, agentParams, createAgentBody, updateAgentBody, createMemoryBo
 export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
   return async (app) => {
     app.post('/api/agents', { schema: { tags: ['agents'], body: createAgentBody, response: { 201: agentDto, 400: errorBody, 409: errorBody } } }, async (request, reply) => {
-      const { autonomy, ...fields } = request.body;
-      const agent = await deps.agents.create(request.userId, { ...fields, settings: autonomy ? { autonomy } : {} });
+      const { autonomy, tools, ...fields } = request.body;
+      const agent = await deps.agents.create(request.userId, { ...fields, settings: { ...(autonomy ? { autonomy } : {}), ...(tools ? { tools } : {}) } });
       return reply.status(201).send(toAgentDto(agent));
     });
 
@@ -25,16 +25,16 @@ export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
       {
         schema: {
           tags: ['agents'],
-          description: 'Change name, system prompt, model or autonomy policy; a refused field is named in error.details[].path.',
+          description: 'Change name, system prompt, model, autonomy policy or tool settings; a refused field is named in error.details[].path.',
           params: agentParams,
           body: updateAgentBody,
           response: { 200: agentDto, 400: errorBody, 404: errorBody },
         },
       },
       async (request) => {
-        const { autonomy, ...changes } = request.body;
-        const setting = autonomy ? { key: AUTONOMY_SETTINGS_KEY, value: autonomy } : undefined;
-        return toAgentDto(await deps.agents.update(request.userId, request.params.agentId, changes, setting));
+        const { autonomy, tools, ...changes } = request.body;
+        const settings = [...(autonomy ? [{ key: AUTONOMY_SETTINGS_KEY, value: autonomy }] : []), ...(tools ? [{ key: 'tools', value: tools }] : [])];
+        return toAgentDto(await deps.agents.update(request.userId, request.params.agentId, changes, settings));
       },
     );
 

@@ -39,9 +39,11 @@ export function threadRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
       },
     );
 
-    app.get('/api/threads/:threadId', { schema: { tags: ['threads'], params: threadParams, response: { 200: threadDto, 404: errorBody } } }, async (request) =>
-      toThreadDto(await deps.conversations.getThread(request.userId, request.params.threadId)),
-    );
+    app.get('/api/threads/:threadId', { schema: { tags: ['threads'], params: threadParams, response: { 200: threadDto, 404: errorBody } } }, async (request) => {
+      const thread = await deps.conversations.getThread(request.userId, request.params.threadId);
+      const waiting = deps.approvals ? await deps.approvals.hasPending(thread.id) : false;
+      return { ...toThreadDto(thread), status: waiting ? ('interrupted' as const) : ('idle' as const) };
+    });
 
     app.patch(
       '/api/threads/:threadId',

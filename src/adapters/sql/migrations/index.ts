@@ -8,8 +8,11 @@ import { hooksChannelsMigration } from './0003-hooks-channels.js';
 import { plansMigration } from './0004-plans.js';
 import { schedulesMigration } from './0005-schedules.js';
 import { retentionIndexesMigration } from './0006-retention-indexes.js';
+import { approvalsMigration } from './0007-approvals.js';
+import { checkInsMigration } from './0008-check-ins.js';
+import { outboundWebhooksMigration } from './0009-outbound-webhooks.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration];

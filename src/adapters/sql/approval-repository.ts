@@ -1,0 +1,168 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { ApprovalDecisionWrite, ApprovalRepository, NewApproval } from '../../app/approvals/approval-ports.js';
+import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, ExecutionState } from '../../domain/tools/approval.js';
+import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
+import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
+
+interface ToolApprovalsTable {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  thread_id: string;
+  run_id: string;
+  message_id: string;
+  tool_call_id: string;
+  tool: string;
+  arguments: string;
+  arguments_hash: string;
+  attended: number;
+  requested_at: Timestamp;
+  expires_at: Timestamp;
+  status: string;
+  decided_by: string | null;
+  channel: string | null;
+  decided_at: NullableTimestamp;
+  message: string | null;
+  edited_arguments: string | null;
+  execution: string;
+  result: string | null;
+}
+
+type ApprovalTables = { tool_approvals: ToolApprovalsTable };
+
+export class SqlApprovalRepository implements ApprovalRepository {
+  readonly #db: Kysely<ApprovalTables>;
+
+  constructor(context: SqlContext) {
+    this.#db = context.db.withTables<ApprovalTables>() as unknown as Kysely<ApprovalTables>;
+  }
+
+  async request(approvals: NewApproval[]): Promise<{ records: ApprovalRecord[]; created: ApprovalRecord[] }> {
+    const created: ApprovalRecord[] = [];
+    const records: ApprovalRecord[] = [];
+    for (const approval of approvals) {
+      // ON CONFLICT DO NOTHING: a replayed step (a resume, a crash) finds the request it made.
+      const inserted = await this.#db
+        .insertInto('tool_approvals')
+        .values({
+          id: approval.id,
+          user_id: approval.userId,
+          agent_id: approval.agentId,
+          thread_id: approval.threadId,
+          run_id: approval.runId,
+          message_id: approval.messageId,
+          tool_call_id: approval.toolCallId,
+          tool: approval.tool,
+          arguments: encodeJson(approval.arguments),
+          arguments_hash: approval.argumentsHash,
+          attended: approval.attended ? 1 : 0,
+          requested_at: isoForDatabase(approval.requestedAt),
+          expires_at: isoForDatabase(approval.expiresAt),
+          status: 'pending',
+          execution: 'none',
+        })
+        .onConflict((conflict) => conflict.columns(['thread_id', 'message_id', 'tool_call_id']).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) {
+        const record = toApproval(inserted);
+        created.push(record);
+        records.push(record);
+        continue;
+      }
+      const existing = await this.#db
+        .selectFrom('tool_approvals')
+        .selectAll()
+        .where('thread_id', '=', approval.threadId)
+        .where('message_id', '=', approval.messageId)
+        .where('tool_call_id', '=', approval.toolCallId)
+        .executeTakeFirstOrThrow();
+      records.push(toApproval(existing));
+    }
+    return { records, created };
+  }
+
+  async get(userId: string, id: string): Promise<ApprovalRecord | undefined> {
+    const row = await this.#db.selectFrom('tool_approvals').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+    return row && toApproval(row);
+  }
+
+  async getById(id: string): Promise<ApprovalRecord | undefined> {
+    const row = await this.#db.selectFrom('tool_approvals').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toApproval(row);
+  }
+
+  async list(userId: string, options: { limit: number; status?: ApprovalStatus | undefined; threadId?: string | undefined }): Promise<ApprovalRecord[]> {
+    let query = this.#db.selectFrom('tool_approvals').selectAll().where('user_id', '=', userId);
+    if (options.status !== undefined) query = query.where('status', '=', options.status);
+    if (options.threadId !== undefined) query = query.where('thread_id', '=', options.threadId);
+    const rows = await query.orderBy('requested_at', 'desc').orderBy('id', 'desc').limit(checkLimit(options.limit)).execute();
+    return rows.map(toApproval);
+  }
+
+  async listStep(threadId: string, messageId: string): Promise<ApprovalRecord[]> {
+    const rows = await this.#db.selectFrom('tool_approvals').selectAll().where('thread_id', '=', threadId).where('message_id', '=', messageId).orderBy('requested_at').orderBy('id').execute();
+    return rows.map(toApproval);
+  }
+
+  async listPending(options: { threadId?: string } = {}): Promise<ApprovalRecord[]> {
+    let query = this.#db.selectFrom('tool_approvals').selectAll().where('status', '=', 'pending');
+    if (options.threadId !== undefined) query = query.where('thread_id', '=', options.threadId);
+    const rows = await query.orderBy('expires_at').execute();
+    return rows.map(toApproval);
+  }
+
+  async decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined> {
+    // The first decision wins: only a pending request changes (I16).
+    const row = await this.#db
+      .updateTable('tool_approvals')
+      .set({
+        status: decision.status,
+        decided_by: decision.decidedBy,
+        channel: decision.channel,
+        decided_at: isoForDatabase(decision.decidedAt),
+        message: decision.message ?? null,
+        edited_arguments: decision.editedArguments ? encodeJson(decision.editedArguments) : null,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .returningAll()
+      .executeTakeFirst();
+    return row && toApproval(row);
+  }
+
+  async beginExecution(id: string): Promise<boolean> {
+    const row = await this.#db.updateTable('tool_approvals').set({ execution: 'started' }).where('id', '=', id).where('execution', '=', 'none').returning('id').executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async finishExecution(id: string, result: string): Promise<void> {
+    await this.#db.updateTable('tool_approvals').set({ execution: 'done', result }).where('id', '=', id).execute();
+  }
+}
+
+function toApproval(row: Selectable<ToolApprovalsTable>): ApprovalRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    agentId: row.agent_id,
+    threadId: row.thread_id,
+    runId: row.run_id,
+    messageId: row.message_id,
+    toolCallId: row.tool_call_id,
+    tool: row.tool,
+    arguments: decodeJsonRecord(row.arguments),
+    argumentsHash: row.arguments_hash,
+    attended: Number(row.attended) === 1,
+    requestedAt: isoFromDatabase(row.requested_at),
+    expiresAt: isoFromDatabase(row.expires_at),
+    status: row.status as ApprovalStatus,
+    decidedBy: row.decided_by,
+    channel: row.channel as ApprovalChannel | null,
+    decidedAt: nullableIsoFromDatabase(row.decided_at),
+    message: row.message,
+    editedArguments: row.edited_arguments === null ? null : (decodeJson(row.edited_arguments) as Record<string, unknown>),
+    execution: row.execution as ExecutionState,
+    result: row.result,
+  };
+}

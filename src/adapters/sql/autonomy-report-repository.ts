@@ -1,0 +1,65 @@
+import type { Kysely } from 'kysely';
+import type { ReportMessage, ReportRun, ReportTimer } from '../../domain/autonomy/autonomy-report.js';
+import type { SqlContext } from './database.js';
+import type { TimersTable } from './timer-tables.js';
+import { decodeJsonRecord, isoFromDatabase } from './values.js';
+
+/** How many recent autonomous runs a report reads at most. */
+const REPORT_RUN_LIMIT = 2_000;
+
+type ReportTables = { timers: TimersTable };
+
+/** The rows an autonomy report is built from: one agent's autonomous runs, their replies, the person's messages after them, its timers. */
+export class SqlAutonomyReportRepository {
+  readonly #context: SqlContext;
+
+  constructor(context: SqlContext) {
+    this.#context = context;
+  }
+
+  async rows(userId: string, agentId: string): Promise<{ runs: ReportRun[]; replies: ReportMessage[]; personMessages: ReportMessage[]; timers: ReportTimer[] }> {
+    const { db } = this.#context;
+    const runRows = await db
+      .selectFrom('runs')
+      .select(['id', 'thread_id', 'trigger', 'meta', 'status'])
+      .where('user_id', '=', userId)
+      .where('agent_id', '=', agentId)
+      .where('trigger', 'not in', ['user', 'channel'])
+      .orderBy('requested_at', 'desc')
+      .limit(REPORT_RUN_LIMIT)
+      .execute();
+    const runs: ReportRun[] = runRows.map((row) => {
+      const meta = decodeJsonRecord(row.meta);
+      const triggerType = row.trigger === 'autonomy' && typeof meta.trigger_type === 'string' ? `autonomy:${meta.trigger_type}` : row.trigger;
+      return { id: row.id, threadId: row.thread_id, triggerType, status: row.status };
+    });
+    const timers = await (db.withTables<ReportTables>() as unknown as Kysely<ReportTables>)
+      .selectFrom('timers')
+      .select(['trigger_type', 'state', 'state_reason'])
+      .where('user_id', '=', userId)
+      .where('agent_id', '=', agentId)
+      .execute();
+    if (runs.length === 0) return { runs, replies: [], personMessages: [], timers: timers.map(toTimer) };
+    const threadIds = [...new Set(runs.map((run) => run.threadId))];
+    const replies = await db
+      .selectFrom('thread_messages')
+      .select(['thread_id', 'seq', 'created_at', 'run_id'])
+      .where('run_id', 'in', runs.map((run) => run.id))
+      .where('type', '=', 'ai')
+      .where('visibility', '=', 'user')
+      .execute();
+    const personMessages = await db
+      .selectFrom('thread_messages')
+      .select(['thread_id', 'seq', 'created_at', 'run_id'])
+      .where('thread_id', 'in', threadIds)
+      .where('type', '=', 'human')
+      .where('visibility', '=', 'user')
+      .execute();
+    const toMessage = (row: { thread_id: string; seq: number; created_at: Date | string; run_id: string | null }): ReportMessage => ({ threadId: row.thread_id, seq: Number(row.seq), createdAt: isoFromDatabase(row.created_at), runId: row.run_id });
+    return { runs, replies: replies.map(toMessage), personMessages: personMessages.map(toMessage), timers: timers.map(toTimer) };
+  }
+}
+
+function toTimer(row: { trigger_type: string; state: string; state_reason: string | null }): ReportTimer {
+  return { triggerType: row.trigger_type, state: row.state, stateReason: row.state_reason };
+}

@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { interrupt } from '@langchain/langgraph';
+import type { Logger } from 'pino';
+import type { ApprovalGate } from '../../app/approvals/approval-ports.js';
+import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
+import { redact, redactString } from '../../domain/redaction.js';
+import { hashArguments, outcomeForModel, type ApprovalRecord } from '../../domain/tools/approval.js';
+import { approvalTimeoutFor, isAttended, toolModeFor, type ToolMode } from '../../domain/tools/tool-settings.js';
+import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
+import type { ChatToolboxSource, RunTools } from './chat-toolbox.js';
+
+/**
+ * The chat agent's bounded tool loop: respond (model) → tools → respond, until the model
+ * answers in text. Calls of one step run in parallel; a throwing tool becomes an error
+ * tool message; arguments and results are redacted before they are stored; the steps of
+ * one turn and identical calls are bounded (I9); a call the policy marks `ask` waits for a
+ * person through LangGraph's interrupt(), durably in the checkpoint, and runs only once
+ * approved, exactly once, with exactly the approved arguments (I16).
+ */
+export const TOOLS_NODE = 'tools';
+
+/** The longest tool result the model (and the history) receives. */
+const MAX_RESULT_CHARS = 16_000;
+
+export interface ToolLoopDependencies {
+  tools: ChatToolboxSource;
+  /** Absent: a tool that asks for approval is refused (nothing can ask a person). */
+  approvals?: ApprovalGate;
+  logger: Logger;
+}
+
+type ToolCall = { id?: string; name: string; args: Record<string, unknown> };
+
+/** The interrupt's value: LangChain's human-in-the-loop shape, plus vigil's approval ids. */
+export interface ToolApprovalInterrupt {
+  type: 'tool_approval';
+  action_requests: Array<{ name: string; args: unknown; description: string }>;
+  review_configs: Array<{ action_name: string; allowed_decisions: string[] }>;
+  approvals: Array<{ id: string; tool_call_id: string; tool: string; expires_at: string }>;
+}
+
+export class ToolLoop {
+  constructor(private readonly deps: ToolLoopDependencies) {}
+
+  /**
+   * The model with the run's tools bound, or the model alone: when the agent offers no
+   * tools, the model cannot call tools, or the turn used up its steps (I9: it must answer).
+   */
+  async bindModel(model: BaseChatModel, messages: readonly BaseMessage[], run: ActiveRunSettings): Promise<BaseChatModel | ReturnType<NonNullable<BaseChatModel['bindTools']>>> {
+    if (typeof model.bindTools !== 'function') return model;
+    const tools = await this.deps.tools.forAgent(run.userId, run.agentId, run);
+    if (!tools) return model;
+    if (toolStepsOfTurn(messages) >= tools.settings.maxSteps) return model;
+    const attended = isAttended(run.trigger);
+    const offered = tools.toolbox.descriptors.filter((tool) => toolModeFor(tools.settings, tool.name, attended) !== 'deny');
+    if (offered.length === 0) return model;
+    return model.bindTools(offered.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.parameters } })));
+  }
+
+  /** After the model: its tool calls go to the tools node, within the turn's step bound (I9). */
+  async route(messages: readonly BaseMessage[], run: ActiveRunSettings): Promise<'tools' | 'end'> {
+    const last = messages.at(-1);
+    if (!last || !AIMessage.isInstance(last) || !last.tool_calls?.length) return 'end';
+    const tools = await this.deps.tools.forAgent(run.userId, run.agentId);
+    if (!tools) return 'end';
+    return toolStepsOfTurn(messages) > tools.settings.maxSteps ? 'end' : 'tools';
+  }
+
+  /** The tools node. */
+  async runTools(messages: readonly BaseMessage[], config: RunnableConfig): Promise<BaseMessage[]> {
+    const run = runSettingsOf(config);
+    const log = this.deps.logger.child({ threadId: run.threadId, runId: run.runId });
+    const last = messages.at(-1);
+    if (!last || !AIMessage.isInstance(last) || !last.tool_calls?.length || !last.id) return [];
+    const calls = last.tool_calls.map((call) => ({ id: call.id ?? randomUUID(), name: call.name, args: (call.args ?? {}) as Record<string, unknown> }));
+    const tools = await this.deps.tools.forAgent(run.userId, run.agentId, run);
+    if (!tools) return calls.map((call) => toolMessage(call, 'the agent no longer exists', 'error', { status: 'failed' }));
+    const attended = isAttended(run.trigger);
+    const earlier = signaturesOfTurn(messages.slice(0, -1));
+    const plans = calls.map((call) => this.plan(call, tools, attended, earlier));
+
+    const asks = plans.filter((plan) => plan.mode === 'ask' && plan.refusal === undefined);
+    let decided = new Map<string, ApprovalRecord>();
+    if (asks.length > 0) {
+      const gate = this.deps.approvals;
+      if (!gate) {
+        for (const plan of asks) plan.refusal = 'this tool needs a person\'s approval and nobody can be asked here';
+      } else {
+        const records = await gate.requestStep({
+          run,
+          messageId: last.id,
+          attended,
+          calls: asks.map((plan) => ({ toolCallId: plan.call.id, tool: plan.call.name, args: plan.call.args, timeoutMs: approvalTimeoutFor(tools.settings, plan.call.name, attended) })),
+        });
+        if (records.some((record) => record.status === 'pending')) {
+          log.info({ approvals: records.map((record) => record.id) }, 'tool calls wait for a person\'s approval');
+          // Throws the first time (the run ends `interrupted`, the checkpoint keeps the
+          // step); the step runs again once every call is decided, reading the decisions
+          // from their records, which are the truth (a resume value is only a signal).
+          interrupt<ToolApprovalInterrupt>(interruptValue(records));
+        }
+        decided = new Map(records.map((record) => [record.toolCallId, record]));
+      }
+    }
+    return Promise.all(plans.map((plan) => this.execute(plan, tools, decided.get(plan.call.id), config, log)));
+  }
+
+  private plan(call: ToolCall & { id: string }, tools: RunTools, attended: boolean, earlier: Map<string, number>): CallPlan {
+    const mode = toolModeFor(tools.settings, call.name, attended);
+    if (!tools.toolbox.has(call.name)) return { call, mode, refusal: `there is no tool named "${call.name}"` };
+    if (mode === 'deny') return { call, mode, refusal: `the tool "${call.name}" is not permitted for this agent` };
+    const repeats = earlier.get(toolCallSignature(call.name, call.args)) ?? 0;
+    if (repeats >= tools.settings.maxIdenticalCalls) {
+      return { call, mode, refusal: `refused: this exact ${call.name} call was already made ${repeats} times in this turn; use its earlier result` };
+    }
+    return { call, mode };
+  }
+
+  private async execute(plan: CallPlan, tools: RunTools, record: ApprovalRecord | undefined, config: RunnableConfig, log: Logger): Promise<ToolMessage> {
+    const { call } = plan;
+    if (plan.refusal !== undefined) return toolMessage(call, plan.refusal, 'error', { status: 'refused' });
+    if (plan.mode !== 'ask') return this.invoke(call, call.args, tools, config, log);
+    if (!record) return toolMessage(call, 'no approval was recorded for this call; it was not run', 'error', { status: 'refused' });
+    if (record.status !== 'approved' && record.status !== 'edited') return toolMessage(call, outcomeForModel(record), 'error', { status: record.status, approvalId: record.id });
+    // Exactly the approved arguments: the call's own (its hash checked), or the person's edit.
+    const args = record.status === 'edited' && record.editedArguments ? record.editedArguments : call.args;
+    if (record.status === 'approved' && hashArguments(call.args) !== record.argumentsHash) {
+      return toolMessage(call, 'the arguments differ from the ones approved; the call was not run', 'error', { status: 'refused', approvalId: record.id });
+    }
+    const meta = { status: record.status, approvalId: record.id, args };
+    const gate = this.deps.approvals!;
+    if (record.execution === 'done' && record.result !== null) return toolMessage(call, record.result, 'success', { ...meta, status: 'succeeded' });
+    if (!(await gate.beginExecution(record.id))) {
+      // Another delivery of this step ran it, or a crash cut its run short: never twice.
+      const current = await gate.reread(record.id);
+      if (current?.execution === 'done' && current.result !== null) return toolMessage(call, current.result, 'success', { ...meta, status: 'succeeded' });
+      return toolMessage(call, 'this approved call was started before the server stopped; whether it finished is unknown, and it is not run again', 'error', { ...meta, status: 'unknown' });
+    }
+    const result = await this.invoke(call, args, tools, config, log);
+    await gate.finishExecution(record.id, String(result.content));
+    return toolMessage(call, String(result.content), result.status === 'error' ? 'error' : 'success', { ...meta, status: result.status === 'error' ? 'failed' : 'succeeded' });
+  }
+
+  private async invoke(call: ToolCall & { id: string }, args: Record<string, unknown>, tools: RunTools, config: RunnableConfig, log: Logger): Promise<ToolMessage> {
+    try {
+      const output = await tools.toolbox.call(call.name, args, config.signal);
+      return toolMessage(call, output, 'success', { status: 'succeeded', args });
+    } catch (error) {
+      if (config.signal?.aborted) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      log.info({ tool: call.name, toolCallId: call.id, error: redactString(message).slice(0, 500) }, 'a tool call failed; the model is told');
+      return toolMessage(call, `the tool failed: ${message}`, 'error', { status: 'failed', args });
+    }
+  }
+}
+
+interface CallPlan {
+  call: ToolCall & { id: string };
+  mode: ToolMode;
+  refusal?: string;
+}
+
+function toolMessage(call: ToolCall & { id: string }, content: string, status: 'success' | 'error', meta: { status: string; approvalId?: string; args?: Record<string, unknown> }): ToolMessage {
+  const text = redactString(content);
+  return new ToolMessage({
+    id: randomUUID(),
+    tool_call_id: call.id,
+    name: call.name,
+    status,
+    content: text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}\n[cut at ${MAX_RESULT_CHARS} characters]` : text,
+    // What history shows of the call (redacted): part of the agent's turn, never the person's.
+    additional_kwargs: { tool_name: call.name, tool_arguments: redact(meta.args ?? call.args), tool_status: meta.status, ...(meta.approvalId ? { approval_id: meta.approvalId } : {}) },
+  });
+}
+
+function interruptValue(records: readonly ApprovalRecord[]): ToolApprovalInterrupt {
+  const pending = records.filter((record) => record.status === 'pending');
+  return {
+    type: 'tool_approval',
+    action_requests: pending.map((record) => ({ name: record.tool, args: record.arguments, description: `Tool call ${record.tool} waits for approval (approval ${record.id})` })),
+    review_configs: pending.map((record) => ({ action_name: record.tool, allowed_decisions: ['approve', 'edit', 'reject'] })),
+    approvals: pending.map((record) => ({ id: record.id, tool_call_id: record.toolCallId, tool: record.tool, expires_at: record.expiresAt })),
+  };
+}
+
+/** The messages since the turn's task (the last human message). */
+function turnOf(messages: readonly BaseMessage[]): readonly BaseMessage[] {
+  let start = messages.length;
+  while (start > 0 && messages[start - 1]!.getType() !== 'human') start -= 1;
+  return messages.slice(start);
+}
+
+/** How many model replies of this turn asked for tools. */
+export function toolStepsOfTurn(messages: readonly BaseMessage[]): number {
+  return turnOf(messages).filter((message) => AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0).length;
+}
+
+function signaturesOfTurn(messages: readonly BaseMessage[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const message of turnOf(messages)) {
+    if (!AIMessage.isInstance(message)) continue;
+    for (const call of message.tool_calls ?? []) {
+      const signature = toolCallSignature(call.name, call.args ?? {});
+      counts.set(signature, (counts.get(signature) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+/**
+ * The model's input with every tool call answered: a call left without a result (a person
+ * wrote while it waited for approval, which supersedes it; or a bound ended the turn) gets
+ * a result saying so, right after the message that made it, as providers require. For the
+ * model call only: the saved history keeps what happened.
+ */
+export function closeDanglingToolCalls(messages: readonly BaseMessage[]): BaseMessage[] {
+  const answered = new Set(messages.filter(ToolMessage.isInstance).map((message) => message.tool_call_id));
+  const result: BaseMessage[] = [];
+  for (const [index, message] of messages.entries()) {
+    result.push(message);
+    if (!AIMessage.isInstance(message) || !message.tool_calls?.length) continue;
+    const open = message.tool_calls.filter((call) => call.id && !answered.has(call.id));
+    if (open.length === 0) continue;
+    const laterHuman = messages.slice(index + 1).some((later) => later.getType() === 'human');
+    for (const call of open) {
+      const content = laterHuman
+        ? outcomeForModel({ status: 'superseded', tool: call.name, message: null })
+        : `This ${call.name} call was not run: the turn reached its tool step limit.`;
+      result.push(new ToolMessage({ id: `closed-${call.id}`, tool_call_id: call.id!, name: call.name, status: 'error', content }));
+    }
+  }
+  return result;
+}
+
+/** Why a chat run stopped early (I9): its last reply still asks for tools, so a bound ended the turn. */
+export function toolLoopEndReason(values: unknown): string | null {
+  const messages = (values as { messages?: unknown } | null)?.messages;
+  const last = Array.isArray(messages) ? (messages.at(-1) as BaseMessage | undefined) : undefined;
+  return last && AIMessage.isInstance(last) && (last.tool_calls?.length ?? 0) > 0 ? 'the turn reached its tool step limit' : null;
+}

@@ -1,0 +1,63 @@
+import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, DecidedStatus } from '../../domain/tools/approval.js';
+import type { Iso } from '../ports.js';
+
+export type NewApproval = Omit<ApprovalRecord, 'status' | 'decidedBy' | 'channel' | 'decidedAt' | 'message' | 'editedArguments' | 'execution' | 'result'>;
+
+export interface ApprovalDecisionWrite {
+  status: DecidedStatus;
+  decidedBy: string;
+  channel: ApprovalChannel;
+  decidedAt: Iso;
+  message?: string | null;
+  editedArguments?: Record<string, unknown> | null;
+}
+
+/** The approval records (I16). Every change of status is one conditional update: the first decision wins. */
+export interface ApprovalRepository {
+  /**
+   * Record the requests of one step; a request that exists already (same thread, model
+   * message and tool call, e.g. a replayed step) is kept as it is. Returns the step's records
+   * and which were new.
+   */
+  request(approvals: NewApproval[]): Promise<{ records: ApprovalRecord[]; created: ApprovalRecord[] }>;
+  /** Only the owner's (I12). */
+  get(userId: string, id: string): Promise<ApprovalRecord | undefined>;
+  getById(id: string): Promise<ApprovalRecord | undefined>;
+  /** The owner's, newest first. */
+  list(userId: string, options: { limit: number; status?: ApprovalStatus | undefined; threadId?: string | undefined }): Promise<ApprovalRecord[]>;
+  /** Every call of one step (thread + model message). */
+  listStep(threadId: string, messageId: string): Promise<ApprovalRecord[]>;
+  listPending(options?: { threadId?: string }): Promise<ApprovalRecord[]>;
+  /** pending → decided, atomically; undefined when it was no longer pending (then read it to see who won). */
+  decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined>;
+  /** Before running an approved call: none → started, once. False when it was started before. */
+  beginExecution(id: string): Promise<boolean>;
+  finishExecution(id: string, result: string): Promise<void>;
+}
+
+/** One tool call of a step that needs a person's decision. */
+export interface ApprovalAsk {
+  toolCallId: string;
+  tool: string;
+  /** The real arguments: hashed, and redacted for display; never stored as they are. */
+  args: Record<string, unknown>;
+  timeoutMs: number;
+}
+
+/**
+ * What the agent's tool loop needs of the approvals: ask for a step's calls (idempotent,
+ * so a replayed step asks nothing twice), and record an approved call's execution before
+ * and after it, so that it runs exactly once (I16).
+ */
+export interface ApprovalGate {
+  requestStep(input: {
+    run: { runId: string; threadId: string; userId: string; agentId: string };
+    messageId: string;
+    attended: boolean;
+    calls: ApprovalAsk[];
+  }): Promise<import('../../domain/tools/approval.js').ApprovalRecord[]>;
+  beginExecution(id: string): Promise<boolean>;
+  finishExecution(id: string, result: string): Promise<void>;
+  /** Re-read one request (after a begin that lost, to find the result of the run that won). */
+  reread(id: string): Promise<import('../../domain/tools/approval.js').ApprovalRecord | undefined>;
+}

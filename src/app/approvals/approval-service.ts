@@ -1,0 +1,263 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { VigilError } from '../../domain/errors.js';
+import type { VigilEvent } from '../../domain/events.js';
+import { redact } from '../../domain/redaction.js';
+import type { RunContext } from '../../domain/run-context.js';
+import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDecisionBody, type ApprovalRecord, type ApprovalStatus, type DecidedStatus } from '../../domain/tools/approval.js';
+import type { DueJob, JobQueue } from '../job-queue.js';
+import type { AgentRecord, Clock, EventBus, Storage } from '../ports.js';
+import type { RunCoordinator } from '../run-coordinator.js';
+import type { ApprovalAsk, ApprovalGate, ApprovalRepository } from './approval-ports.js';
+import { detached } from './detached-context.js';
+
+export const APPROVAL_EXPIRE_QUEUE = 'approval.expire';
+export const APPROVAL_EXPIRING_QUEUE = 'approval.expiring';
+export const APPROVAL_RESUME_QUEUE = 'approval.resume';
+
+/** How long before its deadline `approval.expiring` goes out: a fifth of the wait, at most 10 minutes. */
+const MAX_EXPIRING_LEAD_MS = 10 * 60_000;
+
+export interface ApprovalServiceDependencies {
+  repository: ApprovalRepository;
+  storage: Storage;
+  jobs: JobQueue;
+  events: EventBus;
+  coordinator: RunCoordinator;
+  clock: Clock;
+  logger: Logger;
+  /** Why edited arguments do not fit the tool's schema, or null. */
+  validate: (userId: string, agentId: string, tool: string, args: Record<string, unknown>) => Promise<string | null>;
+  /** The id of the model message whose tool step the thread's checkpoint waits on, or null. */
+  waitingStep: (agent: AgentRecord, context: RunContext) => Promise<string | null>;
+}
+
+/**
+ * Tool calls waiting for a person (I16): records them, takes decisions (the first wins),
+ * expires them on a durable deadline (expiry is not a refusal), supersedes them when the
+ * person writes, and resumes the waiting run once every call of its step is decided —
+ * through the job queue, so a crash between a decision and the resume loses nothing.
+ */
+export class ApprovalService implements ApprovalGate {
+  constructor(private readonly deps: ApprovalServiceDependencies) {}
+
+  /** Register the job handlers (before the queue starts). */
+  async attach(): Promise<void> {
+    const { jobs } = this.deps;
+    // Detached: a delivery must never run inside the async context of the run that scheduled it.
+    await jobs.work(APPROVAL_EXPIRE_QUEUE, (job) => detached(() => this.onExpire(job)));
+    await jobs.work(APPROVAL_EXPIRING_QUEUE, (job) => detached(() => this.onExpiring(job)));
+    await jobs.work(APPROVAL_RESUME_QUEUE, (job) => detached(() => this.onResume(job)));
+  }
+
+  /**
+   * After a restart: every pending request keeps its deadline (re-armed; one already past
+   * expires now), so none waits forever. Jobs are durable; scheduling is idempotent per key.
+   */
+  async recover(): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const record of await this.deps.repository.listPending()) {
+      if (Date.parse(record.expiresAt) <= now.getTime()) await this.expire(record.id);
+      else await this.armDeadline(record);
+    }
+  }
+
+  // ---------- the tool loop's gate ----------
+  async requestStep(input: { run: { runId: string; threadId: string; userId: string; agentId: string }; messageId: string; attended: boolean; calls: ApprovalAsk[] }): Promise<ApprovalRecord[]> {
+    const now = this.deps.clock.now();
+    const { records, created } = await this.deps.repository.request(
+      input.calls.map((call) => ({
+        id: randomUUID(),
+        userId: input.run.userId,
+        agentId: input.run.agentId,
+        threadId: input.run.threadId,
+        runId: input.run.runId,
+        messageId: input.messageId,
+        toolCallId: call.toolCallId,
+        tool: call.tool,
+        arguments: redact(call.args) as Record<string, unknown>,
+        argumentsHash: hashArguments(call.args),
+        attended: input.attended,
+        requestedAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + call.timeoutMs).toISOString(),
+      })),
+    );
+    for (const record of created) {
+      await detached(() => this.armDeadline(record));
+      this.deps.logger.info({ threadId: record.threadId, runId: record.runId, approvalId: record.id, tool: record.tool, expiresAt: record.expiresAt, attended: record.attended }, 'approval requested');
+      this.emit({ type: 'approval.requested', ...this.eventBase(record), arguments: record.arguments, expiresAt: record.expiresAt, attended: record.attended });
+    }
+    return records;
+  }
+
+  beginExecution(id: string): Promise<boolean> {
+    return this.deps.repository.beginExecution(id);
+  }
+
+  finishExecution(id: string, result: string): Promise<void> {
+    return this.deps.repository.finishExecution(id, result);
+  }
+
+  reread(id: string): Promise<ApprovalRecord | undefined> {
+    return this.deps.repository.getById(id);
+  }
+
+  // ---------- people ----------
+  list(userId: string, options: { limit: number; status?: ApprovalStatus | undefined; threadId?: string | undefined }): Promise<ApprovalRecord[]> {
+    return this.deps.repository.list(userId, options);
+  }
+
+  /** Only the owner's: another user's id answers APPROVAL_NOT_FOUND (I12). */
+  async get(userId: string, id: string): Promise<ApprovalRecord> {
+    const record = await this.deps.repository.get(userId, id);
+    if (!record) throw new VigilError('APPROVAL_NOT_FOUND', `no approval "${id}"`);
+    return record;
+  }
+
+  async hasPending(threadId: string): Promise<boolean> {
+    return (await this.deps.repository.listPending({ threadId })).length > 0;
+  }
+
+  /**
+   * A person's decision. The first decision wins; the same decision again answers the
+   * record as it is; a different one is APPROVAL_ALREADY_DECIDED (409).
+   */
+  async decide(userId: string, id: string, body: ApprovalDecisionBody, channel: ApprovalChannel = 'api'): Promise<ApprovalRecord> {
+    const record = await this.get(userId, id);
+    const status = statusOfDecision(body.decision);
+    if (record.status !== 'pending') return sameDecisionOrConflict(record, status, body);
+    if (body.decision === 'edit') {
+      const problem = await this.deps.validate(record.userId, record.agentId, record.tool, body.arguments ?? {});
+      if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { tool: record.tool, problem } });
+    }
+    const decided = await this.deps.repository.decide(id, {
+      status,
+      decidedBy: userId,
+      channel,
+      decidedAt: this.deps.clock.now().toISOString(),
+      message: body.message ?? null,
+      editedArguments: body.decision === 'edit' ? (body.arguments ?? {}) : null,
+    });
+    if (!decided) return sameDecisionOrConflict((await this.deps.repository.getById(id)) ?? record, status, body);
+    this.deps.logger.info({ threadId: decided.threadId, approvalId: id, status, channel }, 'approval decided');
+    this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: status as 'approved' | 'edited' | 'rejected', channel });
+    await this.disarmDeadline(decided);
+    await this.resumeWhenSettled(decided);
+    return decided;
+  }
+
+  /** A person's message on the thread makes its pending calls moot (recorded; the model is told). */
+  async supersedeThread(threadId: string, userId: string): Promise<void> {
+    for (const record of await this.deps.repository.listPending({ threadId })) {
+      const decided = await this.deps.repository.decide(record.id, { status: 'superseded', decidedBy: userId, channel: 'system', decidedAt: this.deps.clock.now().toISOString(), message: 'the person sent a new message' });
+      if (!decided) continue;
+      this.deps.logger.info({ threadId, approvalId: record.id, tool: record.tool }, 'approval superseded by a person\'s message');
+      this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: 'superseded', channel: 'system' });
+      await this.disarmDeadline(decided);
+    }
+  }
+
+  // ---------- deadlines ----------
+  /** Nobody answered: `expired`, never a refusal (I16); the model is told and the run goes on. */
+  async expire(id: string): Promise<void> {
+    const expired = await this.deps.repository.decide(id, { status: 'expired', decidedBy: 'system', channel: 'system', decidedAt: this.deps.clock.now().toISOString() });
+    if (!expired) return;
+    this.deps.logger.info({ threadId: expired.threadId, approvalId: id, tool: expired.tool, expiresAt: expired.expiresAt }, 'approval expired: nobody answered');
+    this.emit({ type: 'approval.expired', ...this.eventBase(expired), expiresAt: expired.expiresAt });
+    await this.deps.jobs.cancel(APPROVAL_EXPIRING_QUEUE, id).catch(() => false);
+    await this.resumeWhenSettled(expired);
+  }
+
+  private async onExpire(job: DueJob): Promise<void> {
+    const id = String(job.payload.approvalId ?? job.key);
+    const record = await this.deps.repository.getById(id);
+    if (!record || record.status !== 'pending') return;
+    if (Date.parse(record.expiresAt) > this.deps.clock.now().getTime() + 1_000) {
+      await this.armDeadline(record); // an early delivery: wait for the real deadline
+      return;
+    }
+    await this.expire(id);
+  }
+
+  private async onExpiring(job: DueJob): Promise<void> {
+    const record = await this.deps.repository.getById(String(job.payload.approvalId ?? job.key));
+    if (!record || record.status !== 'pending') return;
+    this.emit({ type: 'approval.expiring', ...this.eventBase(record), expiresAt: record.expiresAt });
+  }
+
+  private async armDeadline(record: ApprovalRecord): Promise<void> {
+    const expiresAt = Date.parse(record.expiresAt);
+    const wait = expiresAt - Date.parse(record.requestedAt);
+    const lead = Math.min(Math.floor(wait / 5), MAX_EXPIRING_LEAD_MS);
+    await this.deps.jobs.schedule({ queue: APPROVAL_EXPIRE_QUEUE, key: record.id, dueAt: new Date(expiresAt), payload: { approvalId: record.id } });
+    if (expiresAt - lead > this.deps.clock.now().getTime()) {
+      await this.deps.jobs.schedule({ queue: APPROVAL_EXPIRING_QUEUE, key: record.id, dueAt: new Date(expiresAt - lead), payload: { approvalId: record.id } });
+    }
+  }
+
+  private async disarmDeadline(record: ApprovalRecord): Promise<void> {
+    await this.deps.jobs.cancel(APPROVAL_EXPIRE_QUEUE, record.id).catch(() => false);
+    await this.deps.jobs.cancel(APPROVAL_EXPIRING_QUEUE, record.id).catch(() => false);
+  }
+
+  // ---------- resuming ----------
+  /** Once every call of the step is decided, the waiting run resumes (a durable job). */
+  private async resumeWhenSettled(record: ApprovalRecord): Promise<void> {
+    const step = await this.deps.repository.listStep(record.threadId, record.messageId);
+    if (step.some((call) => call.status === 'pending')) return;
+    if (step.some((call) => call.status === 'superseded')) return; // the person's own run answers
+    await this.deps.jobs.schedule({
+      queue: APPROVAL_RESUME_QUEUE,
+      key: `${record.threadId}:${record.messageId}`,
+      dueAt: this.deps.clock.now(),
+      payload: { approvalId: record.id },
+    });
+  }
+
+  private async onResume(job: DueJob): Promise<void> {
+    const record = await this.deps.repository.getById(String(job.payload.approvalId));
+    if (!record) return;
+    const { storage, coordinator, clock } = this.deps;
+    const agent = await storage.agents.get(record.userId, record.agentId);
+    const waitingRun = await storage.runs.get(record.userId, record.runId);
+    if (!agent || !waitingRun) return;
+    const log = this.deps.logger.child({ threadId: record.threadId, waitingRunId: record.runId });
+    const context: RunContext = {
+      runId: randomUUID(),
+      threadId: record.threadId,
+      userId: record.userId,
+      agentId: record.agentId,
+      // The resumed run is the same kind of run as the one that waited (attended or not).
+      trigger: waitingRun.trigger,
+      meta: { ...waitingRun.meta },
+      requestedAt: clock.now().toISOString(),
+      // The resumed run is found by the waiting run's correlation id.
+      correlationId: waitingRun.correlationId,
+    };
+    const outcome = await coordinator.tryRun({
+      context,
+      agent,
+      input: null,
+      whenBusy: 'wait',
+      // Under the thread's lock: resume only if the checkpoint still waits on this step (a
+      // repeated delivery, or a person's message in between, finds nothing to resume).
+      admit: async (admitted) => ((await this.deps.waitingStep(agent, admitted)) === record.messageId ? { admitted: true } : { admitted: false, reason: 'not_waiting' }),
+    });
+    if ('declined' in outcome) return log.debug({ reason: outcome.declined }, 'nothing to resume');
+    log.info({ runId: outcome.run.id, status: outcome.run.status }, 'resumed after the approvals were decided');
+  }
+
+  private eventBase(record: ApprovalRecord) {
+    return { threadId: record.threadId, runId: record.runId, at: this.deps.clock.now().toISOString(), approvalId: record.id, toolCallId: record.toolCallId, tool: record.tool };
+  }
+
+  private emit(event: VigilEvent): void {
+    this.deps.events.publish(event);
+  }
+}
+
+function sameDecisionOrConflict(record: ApprovalRecord, status: DecidedStatus, body: ApprovalDecisionBody): ApprovalRecord {
+  const same = record.status === status && (status !== 'edited' || hashArguments(record.editedArguments ?? {}) === hashArguments(body.arguments ?? {}));
+  if (same) return record;
+  throw new VigilError('APPROVAL_ALREADY_DECIDED', `the approval is already ${record.status}`, { details: { status: record.status } });
+}

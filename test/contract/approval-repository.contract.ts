@@ -1,0 +1,95 @@
+/**
+ * The approval records (I16), run against every backend (approval-repository-sqlite and
+ * -postgres). Each case uses fresh ids, so cases share one open storage.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqlApprovalRepository } from '../../src/adapters/sql/approval-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import type { NewApproval } from '../../src/app/approvals/approval-ports.js';
+import { hashArguments } from '../../src/domain/tools/approval.js';
+
+function at(minute: number): string {
+  return new Date(Date.UTC(2026, 0, 1, 12, minute)).toISOString();
+}
+
+function newApproval(overrides: Partial<NewApproval> = {}): NewApproval {
+  const args = { content: 'likes tea' };
+  return {
+    id: randomUUID(),
+    userId: 'u-' + randomUUID().slice(0, 8),
+    agentId: 'agent',
+    threadId: randomUUID(),
+    runId: randomUUID(),
+    messageId: randomUUID(),
+    toolCallId: 'call_' + randomUUID().slice(0, 6),
+    tool: 'memory_write',
+    arguments: args,
+    argumentsHash: hashArguments(args),
+    attended: false,
+    requestedAt: at(0),
+    expiresAt: at(60),
+    ...overrides,
+  };
+}
+
+export function approvalRepositoryContract(name: string, open: () => Promise<SqlStorage>): void {
+  describe(`approval records on ${name}`, () => {
+    let storage: SqlStorage;
+    let approvals: SqlApprovalRepository;
+    beforeAll(async () => {
+      storage = await open();
+      approvals = new SqlApprovalRepository(storage.context);
+    });
+    afterAll(async () => {
+      await storage?.close();
+    });
+
+    it('I16: a replayed step finds its requests instead of asking twice', async () => {
+      const first = newApproval();
+      const second = newApproval({ userId: first.userId, threadId: first.threadId, messageId: first.messageId, runId: first.runId });
+      const made = await approvals.request([first, second]);
+      expect(made.created.map((record) => record.id)).toEqual([first.id, second.id]);
+      const again = await approvals.request([{ ...first, id: randomUUID() }, { ...second, id: randomUUID() }]);
+      expect(again.created).toEqual([]);
+      expect(again.records.map((record) => record.id)).toEqual([first.id, second.id]);
+      expect(again.records[0]).toMatchObject({ status: 'pending', execution: 'none', arguments: { content: 'likes tea' }, argumentsHash: first.argumentsHash, attended: false, expiresAt: at(60) });
+      expect((await approvals.listStep(first.threadId, first.messageId)).map((record) => record.id).sort()).toEqual([first.id, second.id].sort());
+    });
+
+    it('I16: the first decision wins atomically; a second finds it decided', async () => {
+      const request = newApproval();
+      await approvals.request([request]);
+      const results = await Promise.all([
+        approvals.decide(request.id, { status: 'approved', decidedBy: request.userId, channel: 'api', decidedAt: at(1) }),
+        approvals.decide(request.id, { status: 'rejected', decidedBy: request.userId, channel: 'telegram', decidedAt: at(1), message: 'no' }),
+      ]);
+      expect(results.filter((result) => result !== undefined)).toHaveLength(1);
+      const stored = await approvals.get(request.userId, request.id);
+      expect(stored?.status).toBe(results[0] ? 'approved' : 'rejected');
+      expect(await approvals.decide(request.id, { status: 'expired', decidedBy: 'system', channel: 'system', decidedAt: at(2) })).toBeUndefined();
+    });
+
+    it('I12: another user never reads a request; the owner lists theirs newest first', async () => {
+      const older = newApproval({ requestedAt: at(1) });
+      const newer = newApproval({ userId: older.userId, requestedAt: at(2) });
+      await approvals.request([older]);
+      await approvals.request([newer]);
+      expect(await approvals.get('someone-else', older.id)).toBeUndefined();
+      expect((await approvals.list(older.userId, { limit: 10 })).map((record) => record.id)).toEqual([newer.id, older.id]);
+      await approvals.decide(older.id, { status: 'edited', decidedBy: older.userId, channel: 'api', decidedAt: at(3), editedArguments: { content: 'likes green tea' } });
+      expect((await approvals.list(older.userId, { limit: 10, status: 'pending' })).map((record) => record.id)).toEqual([newer.id]);
+      expect(await approvals.get(older.userId, older.id)).toMatchObject({ status: 'edited', editedArguments: { content: 'likes green tea' }, channel: 'api', decidedAt: at(3) });
+      expect((await approvals.listPending({ threadId: newer.threadId })).map((record) => record.id)).toEqual([newer.id]);
+    });
+
+    it('I16: an approved call is started once; its result is kept for a replay', async () => {
+      const request = newApproval();
+      await approvals.request([request]);
+      expect(await approvals.beginExecution(request.id)).toBe(true);
+      expect(await approvals.beginExecution(request.id)).toBe(false);
+      await approvals.finishExecution(request.id, '{"saved":true}');
+      expect(await approvals.getById(request.id)).toMatchObject({ execution: 'done', result: '{"saved":true}' });
+    });
+  });
+}

@@ -1,0 +1,483 @@
+/**
+ * Tools in chat agents and approvals (issue 16) end to end: a real server on a real
+ * database (SQLite and PostgreSQL, by the *.test.ts files beside this one), a real
+ * ChatOpenAI talking to the scripted OpenAI-compatible server on loopback, which records
+ * what the model received. Tests share one model server and run one after another.
+ */
+import { randomUUID } from 'node:crypto';
+import { HumanMessage } from '@langchain/core/messages';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { SqlApprovalRepository } from '../../src/adapters/sql/approval-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+type Json = Record<string, any>;
+
+/** The last message the model received, and the tool results it was given. */
+const lastOf = (request: RecordedRequest) => request.messages.at(-1) ?? {};
+const toolResults = (request: RecordedRequest) => request.messages.filter((message) => message.role === 'tool');
+const isPerson = (request: RecordedRequest, text: string) => lastOf(request).role === 'user' && JSON.stringify(lastOf(request).content).includes(text);
+
+export function chatToolsSuite(backend: () => Backend, options: { slowMs: number }): void {
+  let model: ScriptedOpenAiServer;
+  let server: TestServer;
+  const waitLong = 20_000 + options.slowMs * 10;
+
+  beforeAll(async () => {
+    model = await ScriptedOpenAiServer.start();
+    server = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await model?.close();
+  });
+
+  async function agentWith(body: Json = {}): Promise<string> {
+    const id = `t-${randomUUID().slice(0, 8)}`;
+    const response = await server.request('POST', '/api/agents', { body: { id, name: 'tools', ...body } });
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+    return id;
+  }
+  async function threadOf(agentId: string): Promise<string> {
+    return (await server.request('POST', '/api/threads', { body: { agentId } })).body.id as string;
+  }
+  async function say(threadId: string, content: string): Promise<Json> {
+    const response = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content } });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return response.body;
+  }
+  async function runs(threadId: string): Promise<Json[]> {
+    return ((await server.request('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Json[]).reverse();
+  }
+  async function approvalsOf(threadId: string, token = ALICE.token): Promise<Json[]> {
+    const response = await server.request('GET', `/api/approvals?threadId=${threadId}`, { token });
+    expect(response.status).toBe(200);
+    return response.body.approvals as Json[];
+  }
+  async function memories(agentId: string): Promise<string[]> {
+    return ((await server.request('GET', `/api/agents/${agentId}/memories?limit=100`)).body.memories as Json[]).map((memory) => memory.content as string);
+  }
+  function decide(id: string, body: Json, token = ALICE.token) {
+    return server.request('POST', `/api/approvals/${id}/decision`, { body, token });
+  }
+  /** Answers a model call from what it received: the responder sees every request. */
+  function respond(responder: (request: RecordedRequest) => ScriptedResponse): void {
+    model.reset();
+    model.respondWith(responder);
+  }
+  const askMemoryWrite = { tools: { approval: { memory_write: { attended: 'ask' } } } };
+
+  it('a chat agent calls a tool and answers from its result; history shows the call as the agent\'s turn', async () => {
+    respond((request) =>
+      toolResults(request).length === 0
+        ? { toolCalls: [{ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }] }
+        : { text: `The time is ${JSON.parse(toolResults(request)[0]!.content).iso}` },
+    );
+    const threadId = await threadOf(await agentWith());
+    const body = await say(threadId, 'What time is it?');
+    expect(body.run.status).toBe('succeeded');
+    const offered = (model.requests[0]!.body.tools as Json[]).map((tool) => tool.function.name).sort();
+    expect(offered).toEqual(['cancel_check_in', 'current_time', 'list_check_ins', 'memory_search', 'memory_write', 'schedule_check_in']);
+    const [result] = toolResults(model.requests[1]!);
+    expect(result).toMatchObject({ tool_call_id: 'call_time' });
+    const reply = body.messages.at(-1);
+    expect(reply.role).toBe('assistant');
+    expect(reply.content).toBe(`The time is ${JSON.parse(result!.content).iso}`);
+    const history = (await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).body.messages as Json[];
+    expect(history.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    const tool = history[2]!;
+    expect(tool.additionalKwargs).toMatchObject({ tool_name: 'current_time', tool_arguments: { timeZone: 'UTC' }, tool_status: 'succeeded' });
+    expect(history.filter((message) => message.role === 'user')).toHaveLength(1);
+    // The person's view: the reply's tool calls belong to the agent's turn.
+    const visible = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+    expect(visible.map((message) => message.role)).toEqual(['user', 'assistant', 'assistant']);
+    expect(visible[1]!.toolCalls).toEqual([{ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }]);
+  });
+
+  it('tool arguments and results are redacted before they are stored or shown; the tool itself gets the real ones', async () => {
+    const secret = 'sk-live0123456789abcdefghijklmnopqrstuvwxyz';
+    respond((request) => (toolResults(request).length === 0 ? { toolCalls: [{ id: 'call_secret', name: 'memory_write', arguments: { content: `my key is ${secret}` } }] } : { text: 'Saved.' }));
+    const agentId = await agentWith();
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Remember my key');
+    const history = JSON.stringify((await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).body);
+    expect(history).not.toContain(secret);
+    expect(history).toContain('[redacted]');
+    expect(await memories(agentId)).toEqual([`my key is ${secret}`]);
+  });
+
+  it('one tool-settings shape on every agent kind: a planner agent takes tools.fetch; planner settings keep working', async () => {
+    const planner = await agentWith({ kind: 'planner', tools: { fetch: { allowedHosts: ['example.com'] } } });
+    const offered = (await server.request('GET', `/api/agents/${planner}/tools`)).body.tools.map((tool: Json) => tool.name);
+    expect(offered).toContain('http_fetch');
+    const legacy = await agentWith({ kind: 'planner' });
+    expect((await server.request('PUT', `/api/agents/${legacy}/planner`, { body: { fetch: { allowedHosts: ['example.org'] } } })).status).toBe(200);
+    expect((await server.request('GET', `/api/agents/${legacy}/tools`)).body.tools.map((tool: Json) => tool.name)).toContain('http_fetch');
+    const plain = await agentWith({ kind: 'planner' });
+    expect((await server.request('GET', `/api/agents/${plain}/tools`)).body.tools.map((tool: Json) => tool.name)).not.toContain('http_fetch');
+  });
+
+  it('a tool that throws becomes an error tool message the model reads; the run succeeds', async () => {
+    respond((request) =>
+      toolResults(request).length === 0 ? { toolCalls: [{ id: 'call_bad', name: 'current_time', arguments: { timeZone: 'Nowhere/Atlantis' } }] } : { text: 'That zone does not exist.' },
+    );
+    const threadId = await threadOf(await agentWith());
+    const body = await say(threadId, 'Time in Atlantis?');
+    expect(body.run.status).toBe('succeeded');
+    const [result] = toolResults(model.requests[1]!);
+    expect(result!.content).toContain('unknown time zone');
+    expect(body.messages.at(-1).content).toBe('That zone does not exist.');
+  });
+
+  it('parallel tool calls of one step all run, and each result reaches the model', async () => {
+    respond((request) =>
+      toolResults(request).length === 0
+        ? { toolCalls: [{ id: 'call_a', name: 'memory_write', arguments: { content: 'likes sailing' } }, { id: 'call_b', name: 'current_time', arguments: {} }] }
+        : { text: 'Noted.' },
+    );
+    const agentId = await agentWith();
+    const body = await say(await threadOf(agentId), 'Remember I like sailing');
+    expect(body.run.status).toBe('succeeded');
+    expect(toolResults(model.requests[1]!).map((message) => message.tool_call_id).sort()).toEqual(['call_a', 'call_b']);
+    expect(await memories(agentId)).toEqual(['likes sailing']);
+  });
+
+  it('I9: identical repeated calls are refused and the turn ends at its tool step bound, with a stated reason', async () => {
+    respond(() => ({ toolCalls: [{ name: 'current_time', arguments: { timeZone: 'UTC' } }] }));
+    const threadId = await threadOf(await agentWith({ tools: { maxSteps: 3, maxIdenticalCalls: 1 } }));
+    const body = await say(threadId, 'loop forever');
+    expect(body.run.status).toBe('succeeded');
+    expect(body.run.reason).toBe('the turn reached its tool step limit');
+    expect(model.requests).toHaveLength(4); // 3 tool steps, then one call offered no tools
+    expect(model.requests[3]!.body.tools).toBeUndefined();
+    expect(toolResults(model.requests[2]!).at(-1)!.content).toContain('already made 1 times');
+  });
+
+  // ---------- approvals (I16) ----------
+  /** The run that resumed a waiting one carries its correlation id. */
+  const resumes = (candidate: Json, waiting: Json) => candidate.id !== waiting.id && candidate.correlationId === waiting.correlationId;
+  async function runWhere(threadId: string, predicate: (run: Json) => boolean): Promise<Json> {
+    let found: Json | undefined;
+    await waitFor(async () => Boolean((found = (await runs(threadId)).find(predicate))), waitLong, 'a run');
+    return found!;
+  }
+  /** The model: a person's message gets a memory_write call (or `calls`), a tool result gets a sentence quoting it. */
+  function writeOnRequest(calls: Array<{ id: string; content: string }> = [{ id: 'call_write', content: 'likes tea' }]) {
+    respond((request) => {
+      const results = toolResults(request);
+      if (lastOf(request).role === 'tool') return { text: `Results: ${results.map((result) => result.content).join(' | ')}` };
+      return { toolCalls: calls.map((call) => ({ id: call.id, name: 'memory_write', arguments: { content: call.content } })) };
+    });
+  }
+  async function waitingApproval(agentBody: Json = askMemoryWrite, calls?: Array<{ id: string; content: string }>): Promise<{ agentId: string; threadId: string; approvals: Json[]; run: Json; lastRequest: () => RecordedRequest }> {
+    writeOnRequest(calls);
+    const agentId = await agentWith(agentBody);
+    const threadId = await threadOf(agentId);
+    // A tag of this thread in its first message: every later model call of the thread carries
+    // it, so a late resume of another test's thread is never mistaken for this one's.
+    const tag = `[thread ${randomUUID().slice(0, 8)}]`;
+    const body = await say(threadId, `Please remember this ${tag}`);
+    const lastRequest = () => {
+      const found = [...model.requests].reverse().find((request) => JSON.stringify(request.messages).includes(tag));
+      if (!found) throw new Error(`no model call of thread ${tag}`);
+      return found;
+    };
+    return { agentId, threadId, approvals: await approvalsOf(threadId), run: body.run, lastRequest };
+  }
+
+  it('I16: ask on an autonomous follow-up: interrupted, survives a restart, approved, runs once, answers, the follow-up is not repeated', async () => {
+    respond((request) => {
+      if (isPerson(request, 'Hello')) return { text: 'Do you like tea?' };
+      if (lastOf(request).role === 'tool') return { text: `Noted: ${toolResults(request).at(-1)!.content}` };
+      return { toolCalls: [{ id: 'call_tea', name: 'memory_write', arguments: { content: 'likes tea' } }] };
+    });
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const agentId = await agentWith({ autonomy: policy });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Hello');
+    const waiting = await runWhere(threadId, (run) => run.trigger === 'autonomy' && run.status !== 'running');
+    expect(waiting.status).toBe('interrupted');
+    expect(waiting.reason).toContain('approval');
+    const [pending] = await approvalsOf(threadId);
+    expect(pending).toMatchObject({ status: 'pending', tool: 'memory_write', arguments: { content: 'likes tea' }, attended: false, runId: waiting.id, toolCallId: 'call_tea' });
+    expect(await memories(agentId)).toEqual([]);
+
+    server = await server.restart();
+    const listed = (await server.request('GET', '/api/approvals')).body.approvals as Json[];
+    expect(listed.find((approval) => approval.id === pending!.id)).toMatchObject({ status: 'pending' });
+    const decided = await decide(pending!.id, { decision: 'approve' });
+    expect(decided.status).toBe(200);
+    expect(decided.body).toMatchObject({ status: 'approved', decidedBy: ALICE.id, channel: 'api' });
+
+    const resumed = await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running');
+    expect(resumed).toMatchObject({ status: 'succeeded', trigger: 'autonomy' });
+    expect(await memories(agentId)).toEqual(['likes tea']);
+    expect((await server.request('GET', `/api/approvals/${pending!.id}`)).body).toMatchObject({ status: 'approved', executed: true });
+    const history = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+    expect(history.at(-1)).toMatchObject({ role: 'assistant' });
+    expect(history.at(-1)!.content).toContain('"saved":true');
+    // One follow-up fired, ever; its two runs are the one that waited and the one that resumed it.
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+    expect(timers.filter((timer) => timer.state === 'fired')).toHaveLength(1);
+    await waitFor(async () => (await runs(threadId)).every((run) => run.status !== 'running'), waitLong, 'runs to end');
+    expect((await runs(threadId)).filter((run) => run.trigger === 'autonomy').map((run) => run.status)).toEqual(['interrupted', 'succeeded']);
+    expect(model.requests.filter((request) => lastOf(request).role === 'tool')).toHaveLength(1);
+  });
+
+  it('I16: a rejected call never runs; the model reads the person\'s message', async () => {
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval();
+    expect(run.status).toBe('interrupted');
+    expect((await decide(approvals[0]!.id, { decision: 'reject', message: 'not that one' })).body).toMatchObject({ status: 'rejected', message: 'not that one' });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    const result = toolResults(lastRequest()).at(-1)!;
+    expect(result.content).toContain('rejected');
+    expect(result.content).toContain('not that one');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16: an edit runs with exactly the edited arguments; invalid ones are refused with 400', async () => {
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    const invalid = await decide(id, { decision: 'edit', arguments: { content: '   ' } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.code).toBe('APPROVAL_ARGUMENTS_INVALID');
+    const missing = await decide(id, { decision: 'edit' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.code).toBe('VALIDATION_FAILED');
+    expect((await approvalsOf(threadId))[0]!.status).toBe('pending');
+    const edited = await decide(id, { decision: 'edit', arguments: { content: 'likes green tea' } });
+    expect(edited.body).toMatchObject({ status: 'edited', editedArguments: { content: 'likes green tea' } });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual(['likes green tea']);
+  });
+
+  it('I16: an unanswered request expires: recorded as expired (not a refusal), the model told not to retry', async () => {
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_000 } } } });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'expired', decidedBy: 'system', channel: 'system', executed: false });
+    const result = toolResults(lastRequest()).at(-1)!;
+    expect(result.content).toContain('Nobody answered');
+    expect(result.content).toContain('not a refusal');
+    expect(result.content).toContain('Do not retry');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16, I11: the first decision wins: the same one again is accepted, a different one is 409', async () => {
+    const { threadId, approvals, run } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    expect((await decide(id, { decision: 'approve' })).status).toBe(200);
+    expect((await decide(id, { decision: 'approve' })).status).toBe(200);
+    const second = await decide(id, { decision: 'reject' });
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe('APPROVAL_ALREADY_DECIDED');
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect((await server.request('GET', `/api/approvals/${id}`)).body.status).toBe('approved');
+  });
+
+  it('I12, I11: another user can neither see nor decide a request (404); bad input gets a stable code', async () => {
+    const { threadId, approvals } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    const seen = await server.request('GET', `/api/approvals/${id}`, { token: BOB.token });
+    expect(seen.status).toBe(404);
+    expect(seen.body.error.code).toBe('APPROVAL_NOT_FOUND');
+    const decided = await decide(id, { decision: 'approve' }, BOB.token);
+    expect(decided.status).toBe(404);
+    expect(decided.body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect(((await server.request('GET', '/api/approvals', { token: BOB.token })).body.approvals as Json[]).map((approval) => approval.id)).not.toContain(id);
+    expect((await decide(id, { decision: 'maybe' })).body.error.code).toBe('VALIDATION_FAILED');
+    expect((await decide(randomUUID(), { decision: 'approve' })).body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect((await approvalsOf(threadId))[0]!.status).toBe('pending');
+    await decide(id, { decision: 'reject' });
+  });
+
+  it("I16: a person's new message supersedes the waiting calls (recorded, the model told) and is answered", async () => {
+    const { agentId, threadId, approvals, lastRequest } = await waitingApproval();
+    respond((request) => ({ text: `Answering: ${toolResults(request).map((result) => result.content).join(' | ')}` }));
+    const body = await say(threadId, 'Actually, never mind');
+    expect(body.run.status).toBe('succeeded');
+    expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'superseded', channel: 'system' });
+    const request = lastRequest();
+    expect(lastOf(request).content).toBe('Actually, never mind');
+    expect(JSON.stringify(toolResults(request))).toContain('sent a new message before deciding');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16: two parallel calls, one rejected: the run resumes only when both are decided and the approved one runs', async () => {
+    const calls = [{ id: 'call_one', content: 'likes cats' }, { id: 'call_two', content: 'likes dogs' }];
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval(askMemoryWrite, calls);
+    expect(approvals.map((approval) => approval.toolCallId).sort()).toEqual(['call_one', 'call_two']);
+    const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
+    await decide(byCall.call_one!, { decision: 'reject' });
+    expect((await runs(threadId)).map((candidate) => candidate.id)).toEqual([run.id]);
+    await decide(byCall.call_two!, { decision: 'approve' });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual(['likes dogs']);
+    const results = toolResults(lastRequest());
+    expect(results.map((result) => result.tool_call_id).sort()).toEqual(['call_one', 'call_two']);
+    expect(results.find((result) => result.tool_call_id === 'call_one')!.content).toContain('rejected');
+    expect(results.find((result) => result.tool_call_id === 'call_two')!.content).toContain('"saved":true');
+  });
+
+  it('I16: the thread shows it waits; events go out on its stream: requested, expiring, expired; run.end says interrupted', async () => {
+    writeOnRequest();
+    // The warning goes out a fifth of the wait before the deadline: room for pg-boss's half-second polling.
+    const agentId = await agentWith({ tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 1_500 + options.slowMs * 4 } } } });
+    const threadId = await threadOf(agentId);
+    const events: Json[] = [];
+    const socket = new WebSocket(`${server.url.replace('http', 'ws')}/api/ws?token=${ALICE.token}`);
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    socket.on('message', (data) => events.push(JSON.parse(String(data)) as Json));
+    socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
+    await waitFor(() => events.some((event) => event.type === 'thread.subscribed'), waitLong, 'the subscription');
+    const { run } = await say(threadId, 'Please remember this');
+    expect(run.status).toBe('interrupted');
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.status).toBe('interrupted');
+    await waitFor(() => events.some((event) => event.type === 'approval.expired'), waitLong, 'approval.expired');
+    await waitFor(() => events.filter((event) => event.type === 'run.end').length === 2, waitLong, 'the resumed run to end');
+    socket.close();
+    const types = events.map((event) => event.type);
+    expect(types.indexOf('approval.requested')).toBeLessThan(types.indexOf('approval.expiring'));
+    expect(types.indexOf('approval.expiring')).toBeLessThan(types.indexOf('approval.expired'));
+    expect(events.find((event) => event.type === 'approval.requested')).toMatchObject({ tool: 'memory_write', arguments: { content: 'likes tea' }, attended: true });
+    expect(events.filter((event) => event.type === 'run.end').map((event) => event.status)).toEqual(['interrupted', 'succeeded']);
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.status).toBe('idle');
+  });
+
+  it('I16: while a thread waits, a schedule or webhook run on it is skipped with a stated reason', async () => {
+    const { agentId, threadId, approvals, lastRequest } = await waitingApproval();
+    const input = new HumanMessage({ content: 'scheduled task', additional_kwargs: { synthetic: true, trigger_type: 'cron' } });
+    const declined = await server.services.conversations.tryRunTriggered(ALICE.id, threadId, { trigger: 'cron', input }, {});
+    expect(declined).toEqual({ declined: 'awaiting_approval' });
+    await expect(server.services.conversations.runTriggered(ALICE.id, threadId, { trigger: 'webhook', input })).rejects.toMatchObject({ code: 'THREAD_AWAITING_APPROVAL' });
+    expect(server.logs.some((line) => line.msg === 'a system-started run was skipped' && line.threadId === threadId)).toBe(true);
+    // A real schedule fire on the waiting thread: recorded as skipped, with its reason; no run.
+    const at = new Date(Date.now() + 300).toISOString();
+    const schedule = await server.request('POST', '/api/schedules', { body: { name: 'nightly', timing: { kind: 'at', at }, agentId, target: 'thread', threadId, task: 'Summarise the day' } });
+    expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
+    let fires: Json[] = [];
+    await waitFor(async () => {
+      fires = (await server.request('GET', `/api/schedules/${schedule.body.id}/fires`)).body.fires ?? [];
+      return fires.some((fire) => fire.status !== 'running');
+    }, waitLong, 'the schedule to fire');
+    expect(fires[0]).toMatchObject({ status: 'skipped', reason: 'awaiting_approval' });
+    expect((await runs(threadId)).map((run) => run.trigger)).toEqual(['user']);
+    await decide(approvals[0]!.id, { decision: 'reject' });
+  });
+
+  // ---------- check-ins the agent sets itself (I5, I7) ----------
+  const quietPolicy = { enabled: true, delaysMs: { check_in: 600_000, question_unanswered: 600_000, task_incomplete: 600_000, waiting_for_decision: 600_000 }, minDelayMs: 10, maxPerSilence: 1 };
+  async function checkIns(threadId: string, state = 'all', token = ALICE.token) {
+    return server.request('GET', `/api/threads/${threadId}/check-ins?state=${state}`, { token });
+  }
+  /** The model sets a check-in when asked to, and otherwise answers in text. */
+  function setsCheckIn(inSeconds: number, reason: string): void {
+    respond((request) => {
+      if (isPerson(request, 'Remind me')) return { toolCalls: [{ id: `call_${randomUUID().slice(0, 6)}`, name: 'schedule_check_in', arguments: { in_seconds: inSeconds, reason } }] };
+      if (lastOf(request).role === 'tool') return { text: `Set: ${toolResults(request).at(-1)!.content}` };
+      return { text: 'Checking in as promised: did you stretch' };
+    });
+  }
+
+  it("I7, I1, I2: a check-in the agent set survives a person's message and a restart, fires once, with its reason in the envelope and its prompt internal", async () => {
+    setsCheckIn(2, 'ask whether they stretched');
+    const agentId = await agentWith({ autonomy: quietPolicy });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Remind me to stretch in a bit');
+    const [pending] = (await checkIns(threadId, 'pending')).body.checkIns as Json[];
+    expect(pending).toMatchObject({ state: 'pending', reason: 'ask whether they stretched' });
+    await say(threadId, 'Thanks!'); // a person's message does not cancel it (the agent promised it)
+    expect(((await checkIns(threadId, 'pending')).body.checkIns as Json[]).map((checkIn) => checkIn.id)).toEqual([pending!.id]);
+    server = await server.restart();
+    const fired = await runWhere(threadId, (run) => run.trigger === 'check_in' && run.status !== 'running');
+    expect(fired).toMatchObject({ status: 'succeeded', meta: { trigger: 'check_in', check_in_id: pending!.id, reason: 'ask whether they stretched', set_at_utc: pending!.setAt } });
+    const request = model.requests.find((candidate) => JSON.stringify(candidate.messages).includes('set yourself a check-in'))!;
+    const envelope = request.messages.find((message) => typeof message.content === 'string' && message.content.includes('"check_in"'));
+    expect(envelope?.content).toContain('ask whether they stretched');
+    expect(envelope?.content).toContain(pending!.setAt.slice(0, 19));
+    const visible = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+    expect(JSON.stringify(visible)).not.toContain('set yourself a check-in');
+    expect(visible.at(-1)).toMatchObject({ role: 'assistant', content: 'Checking in as promised: did you stretch' });
+    const [after] = (await checkIns(threadId)).body.checkIns as Json[];
+    expect(after).toMatchObject({ state: 'fired', runId: fired.id });
+    await waitFor(async () => (await runs(threadId)).every((run) => run.status !== 'running'), waitLong, 'runs to end');
+    expect((await runs(threadId)).filter((run) => run.trigger === 'check_in')).toHaveLength(1);
+  });
+
+  it('I5: a check-in due in quiet hours waits them out (no model call); the person can cancel it; I12: others cannot', async () => {
+    const now = new Date();
+    const clock = (offsetMinutes: number) => new Date(now.getTime() + offsetMinutes * 60_000).toISOString().slice(11, 16);
+    setsCheckIn(1, 'see how the stretching went');
+    const agentId = await agentWith({ autonomy: { ...quietPolicy, timeZone: 'UTC', quietHours: { start: clock(-60), end: clock(90), mode: 'defer' } } });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Remind me later');
+    const [pending] = (await checkIns(threadId, 'pending')).body.checkIns as Json[];
+    await waitFor(async () => Date.parse(((await checkIns(threadId)).body.checkIns as Json[])[0]!.dueAt) > Date.now() + 30 * 60_000, waitLong, 'the check-in to be deferred');
+    expect(((await checkIns(threadId)).body.checkIns as Json[])[0]).toMatchObject({ id: pending!.id, state: 'pending' });
+    expect((await runs(threadId)).filter((run) => run.trigger === 'check_in')).toHaveLength(0);
+
+    expect((await checkIns(threadId, 'all', BOB.token)).status).toBe(404);
+    const foreign = await server.request('DELETE', `/api/threads/${threadId}/check-ins/${pending!.id}`, { token: BOB.token });
+    expect(foreign.status).toBe(404);
+    const cancelled = await server.request('DELETE', `/api/threads/${threadId}/check-ins/${pending!.id}`);
+    expect(cancelled.body).toMatchObject({ state: 'cancelled', stateReason: 'cancelled by the person' });
+    const again = await server.request('DELETE', `/api/threads/${threadId}/check-ins/${pending!.id}`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('TIMER_NOT_PENDING');
+  });
+
+  it('a check-in outside the policy (autonomy off, beyond the horizon) is refused and the model is told why', async () => {
+    setsCheckIn(1, 'too soon to matter');
+    const threadId = await threadOf(await agentWith());
+    await say(threadId, 'Remind me tomorrow');
+    expect(toolResults(model.requestsMentioning('Remind me tomorrow').at(-1)!).at(-1)!.content).toContain('autonomy, which is off');
+    setsCheckIn(10 * 86_400, 'far away'); // beyond the policy's maxDelayMs (7 days)
+    const distant = await threadOf(await agentWith({ autonomy: quietPolicy }));
+    await say(distant, 'Remind me next year');
+    expect(toolResults(model.requestsMentioning('Remind me next year').at(-1)!).at(-1)!.content).toContain('at most');
+    expect(((await checkIns(distant)).body.checkIns as Json[])).toEqual([]);
+  });
+
+  it('I12: the autonomy report counts, per trigger type, runs, replies and whether the person answered', async () => {
+    respond((request) => {
+      if (isPerson(request, 'Hi there')) return { text: 'Shall we plan the trip?' };
+      if (isPerson(request, 'Yes, let us')) return { text: 'Great, let us start.' };
+      return { text: 'Following up: shall we plan the trip?' };
+    });
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const agentId = await agentWith({ autonomy: policy });
+    const threadId = await threadOf(agentId);
+    await say(threadId, 'Hi there');
+    await runWhere(threadId, (run) => run.trigger === 'autonomy' && run.status === 'succeeded');
+    await say(threadId, 'Yes, let us');
+    const report = await server.request('GET', `/api/agents/${agentId}/autonomy/report`);
+    expect(report.status).toBe(200);
+    expect(report.body.triggers.find((entry: Json) => entry.triggerType === 'autonomy:question_unanswered')).toMatchObject({ runs: 1, replies: 1, answeredWithin1h: 1, answeredWithin24h: 1, cancelled: 0 });
+    const foreign = await server.request('GET', `/api/agents/${agentId}/autonomy/report`, { token: BOB.token });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('AGENT_NOT_FOUND');
+  });
+
+  it('I16: across a crash an approved call never runs twice: one cut short mid-call is not run again, a finished one is reused', async () => {
+    const calls = [{ id: 'call_cut', content: 'likes jam' }, { id: 'call_done', content: 'likes bread' }];
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval(askMemoryWrite, calls);
+    const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
+    // What a process that died during the resumed step leaves behind: one call started, one finished but its step unsaved.
+    const records = new SqlApprovalRepository((server.storage as SqlStorage).context);
+    expect(await records.beginExecution(byCall.call_cut!)).toBe(true);
+    expect(await records.beginExecution(byCall.call_done!)).toBe(true);
+    await records.finishExecution(byCall.call_done!, '{"saved":true,"id":"from-the-first-process"}');
+    await decide(byCall.call_cut!, { decision: 'approve' });
+    await decide(byCall.call_done!, { decision: 'approve' });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual([]);
+    const results = toolResults(lastRequest());
+    expect(results.find((result) => result.tool_call_id === 'call_cut')!.content).toContain('whether it finished is unknown');
+    expect(results.find((result) => result.tool_call_id === 'call_done')!.content).toBe('{"saved":true,"id":"from-the-first-process"}');
+  });
+}
