@@ -7,7 +7,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` runtime package is not needed inside an image that has Node 24.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json vite.config.ts* ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
 COPY bin ./bin

@@ -79,7 +79,8 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
       const path = request.url.split('?')[0] ?? '';
       if (isPublicPath(path) || request.routeOptions.config?.public === true) return done();
       // The web app's own files carry no data; it signs in against /api like any client.
-      if (servesWebApp && isWebAppPath(path)) return done();
+      // A page path no route serves: the not-found handler answers the app's index.html (or a 404).
+      if (servesWebApp && request.routeOptions.url === undefined && isWebAppPath(path)) return done();
       try {
         const token = new URLSearchParams(request.url.split('?')[1] ?? '').get('token') ?? undefined;
         // Browsers cannot set headers on a WebSocket: it may pass ?token= instead.

@@ -20,7 +20,18 @@ export function isWebAppPath(path: string): boolean {
  */
 export async function registerWebApp(app: FastifyInstance, root = WEB_APP_DIR): Promise<boolean> {
   if (!existsSync(join(root, 'index.html'))) return false;
-  await app.register(fastifyStatic, { root, prefix: '/', wildcard: false, index: ['index.html'], cacheControl: true, maxAge: 0 });
+  // The app's own files carry no data: their routes are public (a person signs in against
+  // /api like any client). Only the routes the static plugin adds are marked, while it is
+  // registered, so that no other route (/metrics, /docs, a protocol route) is public by its path.
+  let marking = true;
+  app.addHook('onRoute', (route) => {
+    if (marking) route.config = { ...route.config, public: true };
+  });
+  try {
+    await app.register(fastifyStatic, { root, prefix: '/', wildcard: false, index: ['index.html'], cacheControl: true, maxAge: 0 });
+  } finally {
+    marking = false;
+  }
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     const wantsPage = request.method === 'GET' && isWebAppPath(path) && !/\.[a-z0-9]+$/i.test(path) && (request.headers.accept ?? '').includes('text/html');
