@@ -59,7 +59,11 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
       } else if (mode === 'messages') {
         watch();
         const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
-        if (registered.replyNodes.has(String(metadata?.langgraph_node))) sink.onReplyChunk(message, metadata ?? {});
+        // Tokens of a model call only (a chat model's callbacks carry ls_model_type). LangGraph
+        // also emits whole messages it finds in a node's output or a state read (a conditional
+        // edge reads the state after the reducer gave the reply vigil's id, so it looks
+        // unseen): those are no deltas, and message.end carries them.
+        if (registered.replyNodes.has(String(metadata?.langgraph_node)) && metadata?.ls_model_type !== undefined) sink.onReplyChunk(message, metadata ?? {});
       }
     }
   } catch (error) {
