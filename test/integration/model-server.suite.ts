@@ -247,7 +247,13 @@ export function modelServerSuite(backend: () => Backend): void {
 
     it('HTTP 429 with retry-after: the retry waits as asked, and succeeds', async () => {
       model.reset();
-      model.script({ status: 429, headers: { 'retry-after': '1' }, errorMessage: 'slow down' }, { text: 'Thanks for waiting.' });
+      // Answer by content, not by arrival order: another test's follow-up may call the model meanwhile.
+      let calls = 0;
+      model.respondWith((request) => {
+        if (!JSON.stringify(request.messages).includes('Hello 429')) return { text: 'ok' };
+        calls += 1;
+        return calls === 1 ? { status: 429, headers: { 'retry-after': '1' }, errorMessage: 'slow down' } : { text: 'Thanks for waiting.' };
+      });
       const threadId = await newThread();
       const answer = await say(threadId, 'Hello 429');
       expect(answer.run.status).toBe('succeeded');
@@ -255,7 +261,8 @@ export function modelServerSuite(backend: () => Backend): void {
       expect(second).toBeDefined();
       expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(950); // the provider's wait, not our 10 ms backoff
       expect(server.logs.find((line) => line.runId === answer.run.id && line.msg === 'model call failed; retrying')).toMatchObject({ code: 'MODEL_RATE_LIMITED', retryAfterMs: 1000, retryInMs: 1000 });
-      expect((await history(threadId)).at(-1)).toMatchObject({ content: 'Thanks for waiting.' });
+      const finalHistory = await history(threadId);
+      expect(finalHistory.at(-1), JSON.stringify(finalHistory)).toMatchObject({ content: 'Thanks for waiting.' });
     });
 
     it('HTTP 429 asking for a longer wait than the retry bound: no retry, MODEL_RATE_LIMITED', async () => {
