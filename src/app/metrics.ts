@@ -12,7 +12,8 @@ export interface Metrics {
   timerLag(seconds: number): void;
   /** A client stream opened; call the result when it closes. */
   streamOpened(kind: 'sse' | 'websocket'): () => void;
-  checkpointWrite(sample: { seconds: number; bytes?: number }): void;
+  /** A checkpoint write's time, and/or bytes serialised for writing (`countWrite: false`: bytes only). */
+  checkpointWrite(sample: { seconds: number; bytes?: number; countWrite?: boolean }): void;
 }
 
 export const noMetrics: Metrics = {

@@ -48,6 +48,7 @@ export function metricsSuite(backend: () => Backend): void {
       expect(sample(text, 'vigil_run_duration_seconds_count', { trigger: 'user', status: 'succeeded' })).toBeGreaterThanOrEqual(1);
       expect(sample(text, 'vigil_model_call_duration_seconds_count', { provider: 'demo', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
       expect(sample(text, 'vigil_checkpoint_write_duration_seconds_count')).toBeGreaterThanOrEqual(1);
+      expect(sample(text, 'vigil_checkpoint_written_bytes_total')).toBeGreaterThan(100);
       expect(sample(text, 'vigil_queue_depth', { state: 'ready' })).toBeGreaterThanOrEqual(0);
       expect(sample(text, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
     });

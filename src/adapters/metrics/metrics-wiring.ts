@@ -27,6 +27,7 @@ export function observeModels(models: ChatModelResolver, metrics: Metrics): Chat
  * it works for whichever saver the storage built, and every other method is the saver's own.
  */
 export function measureCheckpointWrites<T extends BaseCheckpointSaver>(saver: T, metrics: Metrics): T {
+  countSerializedBytes(saver, metrics);
   return new Proxy(saver, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
@@ -70,5 +71,21 @@ export async function serveMetrics(metrics: PrometheusMetrics, host: string, por
   return {
     url: `http://${shown}:${address.port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * Bytes of checkpoint data serialised for writing (checkpoints, pending writes, the message
+ * log): every write goes through the saver's serializer, so its output is what is stored.
+ * The saver and its helpers share that one serializer object, so wrapping its method counts
+ * all of them, whichever backend.
+ */
+function countSerializedBytes(saver: BaseCheckpointSaver, metrics: Metrics): void {
+  const serde = saver.serde;
+  const dumps = serde.dumpsTyped.bind(serde);
+  serde.dumpsTyped = async (value: unknown) => {
+    const [type, bytes] = await dumps(value);
+    metrics.checkpointWrite({ seconds: 0, bytes: bytes.byteLength, countWrite: false });
+    return [type, bytes];
   };
 }

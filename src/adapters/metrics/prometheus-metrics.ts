@@ -85,8 +85,8 @@ export class PrometheusMetrics implements Metrics {
     };
   }
 
-  checkpointWrite(sample: { seconds: number; bytes?: number }): void {
-    this.#checkpointWrites.observe(sample.seconds);
+  checkpointWrite(sample: { seconds: number; bytes?: number; countWrite?: boolean }): void {
+    if (sample.countWrite !== false) this.#checkpointWrites.observe(sample.seconds);
     if (sample.bytes) this.#checkpointBytes.inc(sample.bytes);
   }
 
