@@ -44,6 +44,8 @@ import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
 import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
 import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { RetentionJob } from './app/retention.js';
+import { OrphanedRunSweeper } from './app/runs/orphaned-run-sweeper.js';
+import { contextOfRun } from './app/runs/run-request.js';
 import { startOtelTracing, type OtelTracing } from './adapters/tracing/otel-tracing.js';
 import { OtelRunTracer } from './adapters/tracing/otel-run-tracer.js';
 import { packageInfo } from './package-info.js';
@@ -83,6 +85,8 @@ export interface StartOptions {
   onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
   /** Test knobs of outbound webhooks: the first retry's delay, failures in a row before disabling. */
   outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
+  /** Test knob: how often runs left `running` by a dead process are looked for (default 30 s). */
+  orphanedRunSweepMs?: number;
 }
 
 export interface RunningServer {
@@ -103,6 +107,7 @@ export interface RunningServer {
     schedules: ScheduleService;
     scheduleRunner: ScheduleRunner;
     retention: RetentionJob;
+    orphanedRuns: OrphanedRunSweeper;
     approvals: ApprovalService;
     checkIns: CheckInService;
   };
@@ -285,6 +290,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
     await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
+    const orphanedRuns = new OrphanedRunSweeper(
+      {
+        runs: storage.runs,
+        locks,
+        events,
+        clock,
+        logger,
+        syncProjection: async (run) => {
+          const agent = await storage.agents.get(run.userId, run.agentId);
+          if (agent) await coordinator.syncProjection(agent, contextOfRun(run), run.id);
+        },
+      },
+      { intervalMs: options.orphanedRunSweepMs ?? 30_000 },
+    );
     const outboundWebhooks = new OutboundWebhookService(
       { repository: new SqlOutboundWebhookRepository(storage.context), agents, jobs: jobQueue, secrets, approval: (id) => approvalService.reread(id), clock, logger },
       { allowPrivateAddresses: config.outboundWebhooksAllowPrivate, ...options.outboundWebhooks },
@@ -359,6 +378,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await approvalService.recover(); // pending approvals keep their deadlines across restarts
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
     retention.start();
+    orphanedRuns.start(); // a first pass at once: runs a killed process left `running`
     logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
 
     let closing: Promise<void> | undefined;
@@ -368,7 +388,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, approvals: approvalService, checkIns: checkInService },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, orphanedRuns, approvals: approvalService, checkIns: checkInService },
       url: address,
       close: () =>
         (closing ??= (async () => {
@@ -379,6 +399,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await telegram?.stopReceiving();
           autonomy.stop();
           await retention.stop();
+          await orphanedRuns.stop();
           // Runs in flight get the grace period to finish, then are cancelled (run.end says
           // why, which ends their streams); the job queue stops taking jobs and waits for its
           // handlers, so a timer it had not started stays pending for the next start.

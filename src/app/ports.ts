@@ -170,6 +170,8 @@ export interface RunRepository {
   finish(runId: string, end: RunEnd): Promise<RunRecord>;
   get(userId: string, runId: string): Promise<RunRecord | undefined>;
   listByThread(userId: string, threadId: string, options: { limit: number }): Promise<RunRecord[]>;
+  /** Runs of every user still marked running that started before `startedBefore`, oldest first. */
+  listRunning(options: { startedBefore: Iso; limit: number }): Promise<RunRecord[]>;
 }
 
 // ---------- long-term memory ----------

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { PeriodicTask } from './periodic-task.js';
 import type { Clock, Iso } from './ports.js';
 
 /** What may be pruned: only records nothing waits on (finished runs, settled timers, old deliveries). */
@@ -30,42 +31,25 @@ export interface RetentionOptions {
  */
 export class RetentionJob {
   readonly #options: Required<Omit<RetentionOptions, 'store' | 'clock' | 'logger'>> & Pick<RetentionOptions, 'store' | 'clock' | 'logger'>;
-  #timer: NodeJS.Timeout | undefined;
-  #pass: Promise<Record<RetentionKind, number>> | undefined;
-  #stopped = false;
+  readonly #task: PeriodicTask<Record<RetentionKind, number>>;
 
   constructor(options: RetentionOptions) {
     this.#options = { initialDelayMs: 60_000, intervalMs: 6 * 3600_000, batchSize: 500, ...options };
+    this.#task = new PeriodicTask(() => this.#prune(), this.#options);
   }
 
   /** Idempotent. */
   start(): void {
-    if (this.#timer || this.#stopped) return;
-    this.#arm(this.#options.initialDelayMs);
+    this.#task.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#pass;
+  stop(): Promise<void> {
+    return this.#task.stop();
   }
 
   /** One pass now (or the one in flight): how many rows of each kind were deleted. */
   runOnce(): Promise<Record<RetentionKind, number>> {
-    this.#pass ??= this.#prune().finally(() => {
-      this.#pass = undefined;
-    });
-    return this.#pass;
-  }
-
-  #arm(delayMs: number): void {
-    this.#timer = setTimeout(() => {
-      void this.runOnce().then(() => {
-        if (!this.#stopped) this.#arm(this.#options.intervalMs);
-      });
-    }, delayMs);
-    this.#timer.unref();
+    return this.#task.runOnce();
   }
 
   async #prune(): Promise<Record<RetentionKind, number>> {
@@ -75,7 +59,7 @@ export class RetentionJob {
     try {
       for (const kind of RETENTION_KINDS) {
         for (;;) {
-          if (this.#stopped) break;
+          if (this.#task.stopped) break;
           const count = await store.pruneBatch(kind, before, batchSize);
           deleted[kind] += count;
           if (count < batchSize) break;

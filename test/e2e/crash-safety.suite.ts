@@ -23,6 +23,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { signedHeaders } from '../helpers/webhook-signing.js';
+import { PROCESS_ENDED_REASON } from '../../src/app/runs/orphaned-run-sweeper.js';
 import { followUpMessageId } from '../../src/domain/autonomy/timer.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { parseSse } from '../helpers/test-server.js';
@@ -357,6 +358,23 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
       expect(visible.every((message) => message.visibility === undefined && ['user', 'assistant'].includes(message.role as string))).toBe(true);
       expect((await call('GET', `/api/threads/${threadId}/runs?limit=100`)).status).toBe(200);
     }
+  });
+
+  it('no run is left running after the restarts: one a kill cut short is ended as failed, saying its process ended', { timeout: 30_000 + recoveryTimeoutMs }, async () => {
+    const listed = await allPages<Json>('/api/threads?limit=100', 'threads');
+    const runsOf = async (threadId: string) => (await call('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Json[];
+    const stillRunning = async () => {
+      const running: string[] = [];
+      for (const thread of listed) for (const run of await runsOf(thread.id as string)) if (run.status === 'running') running.push(`${run.id} (${run.trigger})`);
+      return running;
+    };
+    await waitFor(async () => (await stillRunning()).length === 0, recoveryTimeoutMs, 'every run to have ended').catch(async (error: unknown) => {
+      throw new Error(`${String(error)}: ${(await stillRunning()).join(', ')} (seed ${seed}; kills: ${kills.join('; ')})`);
+    });
+    const ended = (await Promise.all(listed.map((thread) => runsOf(thread.id as string)))).flat().filter((run) => run.reason === PROCESS_ENDED_REASON);
+    // Three kills at least, each during a run (a reply streaming, a webhook's run, a fire).
+    expect(ended.length, `seed ${seed}; kills: ${kills.join('; ')}`).toBeGreaterThanOrEqual(1);
+    expect(ended.every((run) => run.status === 'failed' && run.endedAt)).toBe(true);
   });
 
   it('I7: each due follow-up fired exactly once across the kills — one prompt, one reply, none left pending or running', { timeout: 30_000 + recoveryTimeoutMs }, async () => {

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { subscribeToThread } from '../helpers/thread-socket.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
 import { FOLLOW_UP_QUEUE } from '../../src/app/autonomy/autonomy-dependencies.js';
@@ -94,19 +95,8 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
     return (await on.request('GET', `/api/threads/${threadId}/history?limit=200${internal ? '&include=internal' : ''}`)).body.messages as Json[];
   }
 
-  /** A WebSocket subscribed to a thread, collecting every event. */
-  async function subscribe(threadId: string, on: TestServer = server): Promise<{ events: Json[]; socket: WebSocket }> {
-    const socket = new WebSocket(`${on.url.replace('http', 'ws')}/api/ws?token=${ALICE.token}`);
-    await new Promise((resolve, reject) => {
-      socket.once('open', resolve);
-      socket.once('error', reject);
-    });
-    const events: Json[] = [];
-    socket.on('message', (data) => events.push(JSON.parse(String(data)) as Json));
-    socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
-    await sleep(50);
-    return { events, socket };
-  }
+  /** A WebSocket subscribed to a thread (acknowledged), collecting every event. */
+  const subscribe = (threadId: string, on: TestServer = server) => subscribeToThread(on, threadId);
 
   const settled = (list: Json[]) => list.filter((timer) => timer.state !== 'pending');
 

@@ -50,8 +50,13 @@ export class PostgresThreadLocks implements ThreadLockService {
     this.#logger = options.logger.child({ component: 'thread-locks' });
     // Idle lock connections go back quickly: each is held only for a run, and PostgreSQL's
     // connection limit is shared with the other pools and instances.
-    this.#pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10, idleTimeoutMillis: 1_000, application_name: 'vigil-thread-locks' });
+    this.#pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10, idleTimeoutMillis: 1_000, application_name: this.applicationName });
     this.#pool.on('error', (error) => this.#logger.warn({ err: error }, 'a thread-lock connection was lost; its lock is released by PostgreSQL'));
+  }
+
+  /** How this instance's lock connections are named in pg_stat_activity (which instance holds what). */
+  get applicationName(): string {
+    return `vigil-thread-locks ${this.#instance.slice(0, 8)}`;
   }
 
   static async open(options: PostgresThreadLocksOptions): Promise<PostgresThreadLocks> {

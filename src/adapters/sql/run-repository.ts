@@ -79,6 +79,18 @@ export class SqlRunRepository implements RunRepository {
       .execute();
     return rows.map(toRunRecord);
   }
+
+  async listRunning(options: { startedBefore: string; limit: number }): Promise<RunRecord[]> {
+    const rows = await this.#context.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('status', '=', 'running')
+      .where('started_at', '<', isoForDatabase(options.startedBefore))
+      .orderBy('started_at', 'asc')
+      .limit(checkLimit(options.limit))
+      .execute();
+    return rows.map(toRunRecord);
+  }
 }
 
 function toRunRecord(row: Selectable<RunsTable>): RunRecord {

@@ -12,6 +12,7 @@ import type { DueJob } from '../job-queue.js';
 import { textOf } from '../../domain/message-content.js';
 import type { AgentRecord, StoredMessage } from '../ports.js';
 import type { PlanRequest } from './follow-up-scheduler.js';
+import { endedByDeadProcess } from '../runs/orphaned-run-sweeper.js';
 import { STOPPING_REASON, type Admission, type RunDeclined, type RunOutcome } from '../run-coordinator.js';
 import { FOLLOW_UP_QUEUE, latestIso, TimerEvents, type AutonomyDependencies } from './autonomy-dependencies.js';
 import { reserveModelCall } from './model-call-budget.js';
@@ -265,8 +266,8 @@ export function followUpMessage(timer: TimerRecord): HumanMessage {
   });
 }
 
-/** A run that did not finish its turn: still marked running (its process died) or cut short by a shutdown. */
+/** A run that did not finish its turn: still marked running or ended by the sweep (its process died), or cut short by a shutdown. */
 function interrupted(run: { status: string; reason: string | null }): boolean {
-  return run.status === 'running' || (run.status === 'cancelled' && run.reason === STOPPING_REASON);
+  return run.status === 'running' || (run.status === 'cancelled' && run.reason === STOPPING_REASON) || endedByDeadProcess(run);
 }
 

@@ -59,3 +59,8 @@ export interface RunEndEvent {
 
 /** Called after `run.end`, with the thread still locked (nothing can interleave). */
 export type RunEndHook = (event: RunEndEvent) => Promise<void>;
+
+/** The context a recorded run ran with (to finish what it left behind). */
+export function contextOfRun(run: RunRecord): RunContext {
+  return { runId: run.id, threadId: run.threadId, userId: run.userId, agentId: run.agentId, trigger: run.trigger, meta: run.meta, requestedAt: run.requestedAt, correlationId: run.correlationId };
+}
