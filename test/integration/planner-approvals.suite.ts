@@ -39,10 +39,11 @@ export function plannerApprovalsSuite(backend: () => Backend, options: { slowMs:
       text: ['Done: the trip is noted.'],
     });
 
-  async function plannerThread(tools: Json): Promise<{ agentId: string; threadId: string }> {
+  async function plannerThread(tools: Json, planner?: Json): Promise<{ agentId: string; threadId: string }> {
     const agentId = `pa-${randomUUID().slice(0, 8)}`;
     const created = await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Planner', kind: 'planner', systemPrompt: 'You plan.', tools } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
+    if (planner) expect((await server.request('PUT', `/api/agents/${agentId}/planner`, { body: planner })).status).toBe(200);
     const thread = await server.request('POST', '/api/threads', { body: { agentId } });
     return { agentId, threadId: thread.body.id as string };
   }
@@ -137,6 +138,24 @@ export function plannerApprovalsSuite(backend: () => Backend, options: { slowMs:
     expect(plan.toolCalls[0].error).toContain('not now');
     // The critic read the refusal: it reached the model as the call's outcome.
     expect(offeredTo(model.callsOf('tactical_critique')[0]!)).toContain('not now');
+  });
+
+  it("I16: while a planner thread waits for a decision, the overlord's heartbeat starts no run and calls no model: it is put off", async () => {
+    model = writeScript();
+    // No idleness needed: only the waiting keeps the heartbeat from calling the model.
+    const { agentId, threadId } = await plannerThread({ approval: { memory_write: { attended: 'ask' } } }, { overlord: { minIdleMs: 0 } });
+    const waiting = await say(threadId, 'Remember my trip');
+    expect(waiting.status).toBe('interrupted');
+    const plans = (await server.request('GET', `/api/threads/${threadId}/plans`)).body.plans as Json[];
+    const modelCalls = model.calls.length;
+    await server.services.overlord.arm({ userId: ALICE.id, threadId, planId: plans[0]!.id as string, agentId, delayMs: 0 });
+    await waitFor(() => server.logs.some((line) => String(line.msg).startsWith('overlord: a run is in progress or the thread waits for an approval') && line.threadId === threadId), waitLong, 'the heartbeat');
+    expect(model.calls.length).toBe(modelCalls);
+    expect((await runs(threadId)).map((run) => run.id)).toEqual([waiting.id]);
+    const [pending] = await approvalsOf(threadId);
+    await server.request('POST', `/api/approvals/${pending!.id}/decision`, { body: { decision: 'reject' } });
+    expect(await resumedRun(threadId, waiting)).toMatchObject({ status: 'succeeded' });
+    await server.services.overlord.disarm(threadId);
   });
 
   it('deny removes the tool from what the planner model is offered, for that kind of run only; a call to it finds no such tool', async () => {

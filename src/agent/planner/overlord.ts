@@ -106,7 +106,7 @@ export class Overlord implements PlanHeartbeats {
     }
     if (await this.deps.isBusy(payload.threadId)) {
       const next = await this.reschedule(payload, plan, now.getTime() + settings.minDelayMs);
-      log.info({ nextCheckAt: next }, 'overlord: a run is in progress; checking later, no model call');
+      log.info({ nextCheckAt: next }, 'overlord: a run is in progress or the thread waits for an approval; checking later, no model call');
       return { outcome: 'busy', modelCalled: false, nextCheckAt: next };
     }
     const wakes = plan.heartbeat?.wakes ?? 0;
