@@ -7,6 +7,7 @@
  * the planner's scripted model (the only thing faked).
  */
 import { randomUUID } from 'node:crypto';
+import { HumanMessage } from '@langchain/core/messages';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
 import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
@@ -156,6 +157,20 @@ export function plannerApprovalsSuite(backend: () => Backend, options: { slowMs:
     await server.request('POST', `/api/approvals/${pending!.id}/decision`, { body: { decision: 'reject' } });
     expect(await resumedRun(threadId, waiting)).toMatchObject({ status: 'succeeded' });
     await server.services.overlord.disarm(threadId);
+  });
+
+  it('I16: an unattended planner run (a scheduled task) follows the documented defaults: memory_write asks with no policy set; approved, it runs once', async () => {
+    model = writeScript('Scheduled note');
+    const { agentId, threadId } = await plannerThread({});
+    const input = new HumanMessage({ content: 'Remember the trip', additional_kwargs: { synthetic: true, trigger_type: 'cron' } });
+    const outcome = await server.services.conversations.runTriggered(ALICE.id, threadId, { trigger: 'cron', input });
+    expect(outcome.run.status).toBe('interrupted');
+    const [pending] = await approvalsOf(threadId);
+    expect(pending).toMatchObject({ status: 'pending', tool: 'memory_write', attended: false, runId: outcome.run.id });
+    await server.request('POST', `/api/approvals/${pending!.id}/decision`, { body: { decision: 'approve' } });
+    const waiting = (await runs(threadId)).find((run) => run.id === outcome.run.id)!;
+    expect(await resumedRun(threadId, waiting)).toMatchObject({ status: 'succeeded', trigger: 'cron' });
+    expect(await memories(agentId)).toEqual(['Scheduled note']);
   });
 
   it('deny removes the tool from what the planner model is offered, for that kind of run only; a call to it finds no such tool', async () => {
