@@ -180,7 +180,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
-    const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow });
+    const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow, approvals: approvalGate });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]), endReason: toolLoopEndReason }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
     locks = await openThreadLocks(lockTarget);
@@ -266,7 +266,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       defaultModel: config.model,
       context: contextWindow,
       runHeartbeat: (plan, heartbeat) => plans.runHeartbeat(plan, heartbeat),
-      isBusy: (threadId) => plans.isBusy(threadId),
+      // A thread waiting for a person's approval gets no heartbeat run either (checked later, no model call).
+      isBusy: async (threadId) => plans.isBusy(threadId) || (await approvalService.hasPending(threadId)),
       clock,
       logger,
     });

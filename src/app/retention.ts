@@ -2,14 +2,20 @@ import type { Logger } from 'pino';
 import { PeriodicTask } from './periodic-task.js';
 import type { Clock, Iso } from './ports.js';
 
-/** What may be pruned: only records nothing waits on (finished runs, settled timers, old deliveries). */
+/**
+ * What may be pruned: only records nothing waits on — finished runs, settled timers, old
+ * inbound deliveries, decided or expired approvals (never a pending one, nor any call of a
+ * step that still has one), fired, cancelled or skipped check-ins, and outbound webhook
+ * deliveries that were delivered or gave up, with their attempts (never one still retrying).
+ */
 export interface RetentionStore {
   /** Delete at most `limit` rows of `kind` older than `before`; returns how many went. */
   pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number>;
 }
 
-export type RetentionKind = 'hook_deliveries' | 'runs' | 'timers';
-export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'runs', 'timers'];
+export type RetentionKind = 'hook_deliveries' | 'runs' | 'timers' | 'approvals' | 'check_ins' | 'outbound_attempts' | 'outbound_deliveries';
+/** In this order: a delivery's attempts go before the delivery. */
+export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'runs', 'timers', 'approvals', 'check_ins', 'outbound_attempts', 'outbound_deliveries'];
 
 export interface RetentionOptions {
   store: RetentionStore;
@@ -24,8 +30,8 @@ export interface RetentionOptions {
 }
 
 /**
- * The retention job: webhook deliveries, run records and settled timers older than
- * VIGIL_RETENTION_DAYS are deleted in small batches, yielding between them, so requests are
+ * The retention job: webhook deliveries, run records, settled timers, decided approvals,
+ * settled check-ins and finished outbound deliveries older than VIGIL_RETENTION_DAYS are deleted in small batches, yielding between them, so requests are
  * never held up. One pass at a time; its own errors are logged, never thrown; stop waits
  * for a pass in flight. Every instance may run it: deletes are idempotent.
  */
@@ -55,7 +61,7 @@ export class RetentionJob {
   async #prune(): Promise<Record<RetentionKind, number>> {
     const { store, clock, logger, retentionDays, batchSize } = this.#options;
     const before = new Date(clock.now().getTime() - retentionDays * 24 * 3600_000).toISOString();
-    const deleted: Record<RetentionKind, number> = { hook_deliveries: 0, runs: 0, timers: 0 };
+    const deleted = Object.fromEntries(RETENTION_KINDS.map((kind) => [kind, 0])) as Record<RetentionKind, number>;
     try {
       for (const kind of RETENTION_KINDS) {
         for (;;) {

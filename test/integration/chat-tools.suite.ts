@@ -370,6 +370,132 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await decide(approvals[0]!.id, { decision: 'reject' });
   });
 
+  it('I16: while a thread waits, a follow-up or a check-in due on it starts no run: each is skipped with a logged reason', async () => {
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const { agentId, threadId, approvals, run } = await waitingApproval({ ...askMemoryWrite, autonomy: policy });
+    expect(run.status).toBe('interrupted');
+    const timer = await server.services.autonomy.planFollowUp(ALICE.id, threadId, 'Anything else?');
+    expect(timer).toBeDefined();
+    const checkIn = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: run.id as string }, { inSeconds: 0.2, reason: 'see if they decided' });
+    await waitFor(async () => {
+      const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+      const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
+      return timers.find((candidate) => candidate.id === timer!.id)?.state !== 'pending' && checkIns.find((candidate) => candidate.id === checkIn.id)?.state !== 'pending';
+    }, waitLong, 'the follow-up and the check-in to come due');
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+    expect(timers.find((candidate) => candidate.id === timer!.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
+    expect(checkIns.find((candidate) => candidate.id === checkIn.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    expect(server.logs.some((line) => line.msg === 'follow-up not sent' && line.reason === 'awaiting_approval' && line.threadId === threadId)).toBe(true);
+    expect(server.logs.some((line) => line.msg === 'check-in skipped' && line.reason === 'awaiting_approval' && line.threadId === threadId)).toBe(true);
+    expect((await runs(threadId)).map((candidate) => candidate.trigger)).toEqual(['user']);
+    await decide(approvals[0]!.id, { decision: 'reject' });
+  });
+
+  // ---------- the same decisions on an autonomous follow-up, after a restart ----------
+  /**
+   * An autonomous follow-up that makes `calls` (memory_write, `ask` when nobody watches, the
+   * default) and waits; then the server restarts. Returns what a person finds afterwards.
+   */
+  async function waitingFollowUp(calls: Array<{ id: string; content: string }>, tools: Json = {}) {
+    const tag = `[thread ${randomUUID().slice(0, 8)}]`;
+    respond((request) => {
+      if (lastOf(request).role === 'tool') return { text: `Results: ${toolResults(request).map((result) => result.content).join(' | ')}` };
+      if (isPerson(request, 'Hello')) return { text: 'Shall I note your preferences?' };
+      if (isPerson(request, 'Actually')) return { text: `Answering: ${toolResults(request).map((result) => result.content).join(' | ')}` };
+      // The follow-up's prompt: the agent acts while nobody watches.
+      return { toolCalls: calls.map((call) => ({ id: call.id, name: 'memory_write', arguments: { content: call.content } })) };
+    });
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const agentId = await agentWith({ autonomy: policy, tools });
+    const threadId = await threadOf(agentId);
+    await say(threadId, `Hello ${tag}`);
+    const waiting = await runWhere(threadId, (run) => run.trigger === 'autonomy' && run.status !== 'running');
+    expect(waiting.status).toBe('interrupted');
+    server = await server.restart();
+    const restartedAt = Date.now();
+    const approvals = await approvalsOf(threadId);
+    expect(approvals.map((approval) => approval.toolCallId).sort()).toEqual(calls.map((call) => call.id).sort());
+    expect(approvals.every((approval) => approval.attended === false && approval.runId === waiting.id)).toBe(true);
+    const lastRequest = () => [...model.requests].reverse().find((request) => JSON.stringify(request.messages).includes(tag))!;
+    const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId as string, approval]));
+    return { agentId, threadId, waiting, approvals, byCall, restartedAt, lastRequest };
+  }
+  /** The follow-up fired once, ever: the run that waited and (when it resumed) the one that resumed it. */
+  async function expectFollowUpOnce(threadId: string, statuses: string[]) {
+    await waitFor(async () => (await runs(threadId)).every((run) => run.status !== 'running'), waitLong, 'runs to end');
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+    expect(timers.filter((timer) => timer.state === 'fired')).toHaveLength(1);
+    expect((await runs(threadId)).filter((run) => run.trigger === 'autonomy').map((run) => run.status)).toEqual(statuses);
+  }
+
+  it('I16, I12: on an autonomous follow-up after a restart: reject (the model reads why), another user 404, a different second decision 409', async () => {
+    const { agentId, threadId, waiting, approvals, lastRequest } = await waitingFollowUp([{ id: 'call_fu_reject', content: 'likes rain' }]);
+    const id = approvals[0]!.id as string;
+    expect((await decide(id, { decision: 'reject' }, BOB.token)).status).toBe(404);
+    expect((await server.request('GET', `/api/approvals/${id}`, { token: BOB.token })).status).toBe(404);
+    expect((await decide(id, { decision: 'reject', message: 'keep that private' })).body).toMatchObject({ status: 'rejected', channel: 'api' });
+    const second = await decide(id, { decision: 'approve' });
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe('APPROVAL_ALREADY_DECIDED');
+    expect(await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running')).toMatchObject({ status: 'succeeded', trigger: 'autonomy' });
+    expect(toolResults(lastRequest()).at(-1)!.content).toContain('keep that private');
+    expect(await memories(agentId)).toEqual([]);
+    await expectFollowUpOnce(threadId, ['interrupted', 'succeeded']);
+  });
+
+  it('I16: on an autonomous follow-up after a restart: an invalid edit is refused (400), a valid one runs once with exactly its arguments', async () => {
+    const { agentId, threadId, waiting, approvals } = await waitingFollowUp([{ id: 'call_fu_edit', content: 'likes snow' }]);
+    const id = approvals[0]!.id as string;
+    const invalid = await decide(id, { decision: 'edit', arguments: { content: '' } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.code).toBe('APPROVAL_ARGUMENTS_INVALID');
+    expect((await decide(id, { decision: 'edit', arguments: { content: 'likes fresh snow' } })).body.status).toBe('edited');
+    expect(await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running')).toMatchObject({ status: 'succeeded' });
+    expect(await memories(agentId)).toEqual(['likes fresh snow']);
+    expect((await server.request('GET', `/api/approvals/${id}`)).body).toMatchObject({ status: 'edited', executed: true });
+    await expectFollowUpOnce(threadId, ['interrupted', 'succeeded']);
+  });
+
+  it('I16: pending approvals survive a restart with their deadlines re-armed: an autonomous request expires (not a refusal) after the restart', async () => {
+    const timeoutMs = 2_500 + options.slowMs * 4;
+    const { agentId, threadId, waiting, approvals, restartedAt, lastRequest } = await waitingFollowUp([{ id: 'call_fu_expire', content: 'likes fog' }], { approval: { memory_write: { timeoutMs } } });
+    const [request] = approvals;
+    // Still pending when the restarted server listed it, unless its deadline had passed by then.
+    expect(request!.status).toBe(Date.parse(request!.expiresAt) > restartedAt ? 'pending' : 'expired');
+    expect(await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running')).toMatchObject({ status: 'succeeded' });
+    expect((await server.request('GET', `/api/approvals/${request!.id}`)).body).toMatchObject({ status: 'expired', decidedBy: 'system', channel: 'system', executed: false });
+    expect(toolResults(lastRequest()).at(-1)!.content).toContain('Nobody answered');
+    expect(await memories(agentId)).toEqual([]);
+    await expectFollowUpOnce(threadId, ['interrupted', 'succeeded']);
+  });
+
+  it("I16: on an autonomous follow-up after a restart: a person's message supersedes the waiting call and is answered; the follow-up is not repeated", async () => {
+    const { agentId, threadId, approvals, lastRequest } = await waitingFollowUp([{ id: 'call_fu_moot', content: 'likes wind' }]);
+    const body = await say(threadId, 'Actually, forget it');
+    expect(body.run.status).toBe('succeeded');
+    expect((await server.request('GET', `/api/approvals/${approvals[0]!.id}`)).body).toMatchObject({ status: 'superseded', channel: 'system' });
+    expect(JSON.stringify(toolResults(lastRequest()))).toContain('sent a new message before deciding');
+    expect(await memories(agentId)).toEqual([]);
+    await expectFollowUpOnce(threadId, ['interrupted']);
+  });
+
+  it('I16: two parallel calls of an autonomous follow-up after a restart, one rejected: the approved one runs once and both results reach the model', async () => {
+    const { agentId, threadId, waiting, byCall, lastRequest } = await waitingFollowUp([
+      { id: 'call_fu_one', content: 'likes sun' },
+      { id: 'call_fu_two', content: 'likes moon' },
+    ]);
+    await decide(byCall.call_fu_one!.id, { decision: 'approve' });
+    expect((await runs(threadId)).filter((run) => run.trigger === 'autonomy')).toHaveLength(1); // waits for the other decision
+    await decide(byCall.call_fu_two!.id, { decision: 'reject' });
+    expect(await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running')).toMatchObject({ status: 'succeeded' });
+    expect(await memories(agentId)).toEqual(['likes sun']);
+    const results = toolResults(lastRequest());
+    expect(results.find((result) => result.tool_call_id === 'call_fu_one')!.content).toContain('"saved":true');
+    expect(results.find((result) => result.tool_call_id === 'call_fu_two')!.content).toContain('rejected');
+    await expectFollowUpOnce(threadId, ['interrupted', 'succeeded']);
+  });
+
   // ---------- check-ins the agent sets itself (I5, I7) ----------
   const quietPolicy = { enabled: true, delaysMs: { check_in: 600_000, question_unanswered: 600_000, task_incomplete: 600_000, waiting_for_decision: 600_000 }, minDelayMs: 10, maxPerSilence: 1 };
   async function checkIns(threadId: string, state = 'all', token = ALICE.token) {

@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import type { HookTables } from '../../src/adapters/sql/hook-tables.js';
 import type { TimerTables } from '../../src/adapters/sql/timer-tables.js';
+import type { ApprovalTables } from '../../src/adapters/sql/approval-repository.js';
+import type { CheckInTables } from '../../src/adapters/sql/check-in-repository.js';
+import type { OutboundTables } from '../../src/adapters/sql/outbound-webhook-repository.js';
 import { startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 
 const DAY = 24 * 3600_000;
@@ -17,7 +20,8 @@ export function retentionSuite(backend: () => Backend): void {
       await server?.destroy();
     });
 
-    const db = () => (server.storage as SqlStorage).context.db.withTables<HookTables & TimerTables>();
+    const db = () => (server.storage as SqlStorage).context.db.withTables<HookTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
+    const none = { runs: 0, timers: 0, hook_deliveries: 0, approvals: 0, check_ins: 0, outbound_attempts: 0, outbound_deliveries: 0 };
 
     async function run(id: string, status: string, endedAt: string | null, startedAt: string) {
       await db()
@@ -46,7 +50,7 @@ export function retentionSuite(backend: () => Backend): void {
       await db().insertInto('hook_deliveries').values({ hook_id: 'hook-1', delivery_id: 'new', run_id: 'r2', received_at: ago(1) }).execute();
 
       const deleted = await server.services.retention.runOnce();
-      expect(deleted).toEqual({ runs: 2, timers: 2, hook_deliveries: 1 });
+      expect(deleted).toEqual({ ...none, runs: 2, timers: 2, hook_deliveries: 1 });
       const runs = (await db().selectFrom('runs').select('id').execute()).map((row) => row.id).sort();
       expect(runs).toEqual(['run-old-running', 'run-recent']);
       const timers = (await db().selectFrom('timers').select('id').execute()).map((row) => row.id).sort();
@@ -55,7 +59,59 @@ export function retentionSuite(backend: () => Backend): void {
       expect(deliveries).toEqual(['new']);
       expect(server.logs.some((line) => line.msg === 'retention pass done')).toBe(true);
       // A second pass finds nothing more.
-      expect(await server.services.retention.runOnce()).toEqual({ runs: 0, timers: 0, hook_deliveries: 0 });
+      expect(await server.services.retention.runOnce()).toEqual(none);
+    });
+
+    async function approval(id: string, step: string, status: string, decidedAt: string | null, requestedAt: string) {
+      await db()
+        .insertInto('tool_approvals')
+        .values({ id, user_id: 'alice', agent_id: 'default', thread_id: 't', run_id: 'r', message_id: step, tool_call_id: id, tool: 'memory_write', arguments: '{}', arguments_hash: 'h', attended: 0, requested_at: requestedAt, expires_at: ago(-1), status, decided_by: decidedAt ? 'alice' : null, channel: decidedAt ? 'api' : null, decided_at: decidedAt, message: null, edited_arguments: null, execution: 'none', result: null })
+        .execute();
+    }
+    async function checkIn(id: string, state: string, updatedAt: string) {
+      await db()
+        .insertInto('check_ins')
+        .values({ id, user_id: 'alice', agent_id: 'default', thread_id: 't', due_at: updatedAt, reason: 'r', set_at: updatedAt, set_by_run_id: null, state, state_reason: null, run_id: null, fired_at: null, updated_at: updatedAt })
+        .execute();
+    }
+    async function delivery(id: string, status: string, updatedAt: string, attempts: number) {
+      await db()
+        .insertInto('outbound_deliveries')
+        .values({ id, webhook_id: 'wh', user_id: 'alice', event_type: 'approval.requested', payload: '{}', status, attempts, last_error: null, created_at: updatedAt, updated_at: updatedAt })
+        .execute();
+      for (let attempt = 1; attempt <= attempts; attempt += 1) {
+        await db().insertInto('outbound_attempts').values({ id: `${id}-${attempt}`, delivery_id: id, attempt, at: updatedAt, status_code: 500, error: null }).execute();
+      }
+    }
+
+    it('I16, I7: prunes decided or expired approvals, settled check-ins and finished outbound deliveries with their attempts; never a pending one', async () => {
+      await approval('approval-old-approved', 'step-a', 'approved', ago(40), ago(41));
+      await approval('approval-old-expired', 'step-b', 'expired', ago(35), ago(36));
+      await approval('approval-old-pending', 'step-c', 'pending', null, ago(45)); // still waits: kept
+      await approval('approval-old-sibling', 'step-c', 'rejected', ago(44), ago(45)); // its step still waits: kept
+      await approval('approval-recent', 'step-d', 'superseded', ago(1), ago(1));
+      await checkIn('check-in-old-fired', 'fired', ago(40));
+      await checkIn('check-in-old-cancelled', 'cancelled', ago(33));
+      await checkIn('check-in-old-pending', 'pending', ago(45)); // the agent's promise: kept
+      await checkIn('check-in-recent', 'fired', ago(3));
+      await delivery('delivery-old-delivered', 'delivered', ago(40), 2);
+      await delivery('delivery-old-failed', 'failed', ago(50), 3);
+      await delivery('delivery-old-pending', 'pending', ago(40), 2); // still retrying: kept, attempts too
+      await delivery('delivery-recent', 'delivered', ago(1), 1);
+
+      const deleted = await server.services.retention.runOnce();
+      expect(deleted).toMatchObject({ approvals: 2, check_ins: 2, outbound_attempts: 5, outbound_deliveries: 2 });
+      const ids = async (table: 'tool_approvals' | 'check_ins' | 'outbound_deliveries') => (await db().selectFrom(table).select('id').execute()).map((row) => row.id).sort();
+      expect(await ids('tool_approvals')).toEqual(['approval-old-pending', 'approval-old-sibling', 'approval-recent']);
+      expect(await ids('check_ins')).toEqual(['check-in-old-pending', 'check-in-recent']);
+      expect(await ids('outbound_deliveries')).toEqual(['delivery-old-pending', 'delivery-recent']);
+      const attempts = (await db().selectFrom('outbound_attempts').select('id').execute()).map((row) => row.id).sort();
+      expect(attempts).toEqual(['delivery-old-pending-1', 'delivery-old-pending-2', 'delivery-recent-1']);
+
+      // Once the step's last call is decided, its old sibling goes with the next pass.
+      await db().updateTable('tool_approvals').set({ status: 'expired', decided_at: ago(31), decided_by: 'system', channel: 'system' }).where('id', '=', 'approval-old-pending').execute();
+      expect(await server.services.retention.runOnce()).toEqual({ ...none, approvals: 2 });
+      expect(await ids('tool_approvals')).toEqual(['approval-recent']);
     });
 
     it('deletes in bounded batches until nothing old is left', async () => {

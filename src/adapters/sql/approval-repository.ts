@@ -28,7 +28,7 @@ interface ToolApprovalsTable {
   result: string | null;
 }
 
-type ApprovalTables = { tool_approvals: ToolApprovalsTable };
+export type ApprovalTables = { tool_approvals: ToolApprovalsTable };
 
 export class SqlApprovalRepository implements ApprovalRepository {
   readonly #db: Kysely<ApprovalTables>;

@@ -20,7 +20,7 @@ interface CheckInsTable {
   updated_at: Timestamp;
 }
 
-type CheckInTables = { check_ins: CheckInsTable };
+export type CheckInTables = { check_ins: CheckInsTable };
 
 export class SqlCheckInRepository implements CheckInRepository {
   readonly #context: SqlContext;

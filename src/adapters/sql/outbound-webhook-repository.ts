@@ -38,6 +38,7 @@ interface AttemptsTable {
   status_code: number | null;
   error: string | null;
 }
+export type OutboundTables = Tables;
 type Tables = { outbound_webhooks: WebhooksTable; outbound_deliveries: DeliveriesTable; outbound_attempts: AttemptsTable };
 
 export class SqlOutboundWebhookRepository implements OutboundWebhookRepository {

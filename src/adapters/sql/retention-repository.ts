@@ -1,7 +1,10 @@
 import type { Iso } from '../../app/ports.js';
 import type { RetentionKind, RetentionStore } from '../../app/retention.js';
 import type { SqlContext } from './database.js';
+import type { ApprovalTables } from './approval-repository.js';
+import type { CheckInTables } from './check-in-repository.js';
 import type { HookTables } from './hook-tables.js';
+import type { OutboundTables } from './outbound-webhook-repository.js';
 import type { TimerTables } from './timer-tables.js';
 
 /**
@@ -12,7 +15,7 @@ export class SqlRetentionRepository implements RetentionStore {
   readonly #db;
 
   constructor(context: SqlContext) {
-    this.#db = context.db.withTables<HookTables & TimerTables>();
+    this.#db = context.db.withTables<HookTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
   }
 
   async pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number> {
@@ -41,6 +44,80 @@ export class SqlRetentionRepository implements RetentionStore {
           .deleteFrom('hook_deliveries')
           .where((eb) =>
             eb(eb.refTuple('hook_id', 'delivery_id'), 'in', db.selectFrom('hook_deliveries').select(['hook_id', 'delivery_id']).where('received_at', '<', before).limit(limit).$asTuple('hook_id', 'delivery_id')),
+          )
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'approvals': {
+        // Decided or expired requests only, and only when no call of their step still waits:
+        // a replayed step finds its decided calls by their records (I16), so they stay while
+        // a sibling is pending.
+        const result = await db
+          .deleteFrom('tool_approvals')
+          .where(
+            'id',
+            'in',
+            db
+              .selectFrom('tool_approvals as settled')
+              .select('settled.id')
+              .where('settled.status', '<>', 'pending')
+              .where('settled.decided_at', '<', before)
+              .where(({ not, exists, selectFrom }) =>
+                not(
+                  exists(
+                    selectFrom('tool_approvals as waiting')
+                      .select('waiting.id')
+                      .whereRef('waiting.thread_id', '=', 'settled.thread_id')
+                      .whereRef('waiting.message_id', '=', 'settled.message_id')
+                      .where('waiting.status', '=', 'pending'),
+                  ),
+                ),
+              )
+              .limit(limit),
+          )
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'check_ins': {
+        // Fired, cancelled or skipped: a pending check-in is a promise the agent made.
+        const result = await db
+          .deleteFrom('check_ins')
+          .where('id', 'in', db.selectFrom('check_ins').select('id').where('state', '<>', 'pending').where('updated_at', '<', before).limit(limit))
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'outbound_attempts': {
+        // The attempts of deliveries that are over (delivered, or given up); never of one still retrying.
+        const result = await db
+          .deleteFrom('outbound_attempts')
+          .where(
+            'id',
+            'in',
+            db
+              .selectFrom('outbound_attempts')
+              .innerJoin('outbound_deliveries', 'outbound_deliveries.id', 'outbound_attempts.delivery_id')
+              .select('outbound_attempts.id')
+              .where('outbound_deliveries.status', '<>', 'pending')
+              .where('outbound_deliveries.updated_at', '<', before)
+              .limit(limit),
+          )
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'outbound_deliveries': {
+        // Once its attempts are gone (the pass before), so an interrupted pass leaves no orphans.
+        const result = await db
+          .deleteFrom('outbound_deliveries')
+          .where(
+            'id',
+            'in',
+            db
+              .selectFrom('outbound_deliveries as delivery')
+              .select('delivery.id')
+              .where('delivery.status', '<>', 'pending')
+              .where('delivery.updated_at', '<', before)
+              .where(({ not, exists, selectFrom }) => not(exists(selectFrom('outbound_attempts').select('outbound_attempts.id').whereRef('outbound_attempts.delivery_id', '=', 'delivery.id'))))
+              .limit(limit),
           )
           .executeTakeFirst();
         return Number(result.numDeletedRows);

@@ -38,7 +38,8 @@ export interface OverlordDependencies {
   /** Start the heartbeat run that resumes the plan (declined when the thread is busy, I8). */
   runHeartbeat: (plan: PlanRecord, heartbeat: { context: HeartbeatContext; reason: string }) => Promise<RunOutcome | RunDeclined>;
   /** A run in flight on the thread in this process. */
-  isBusy: (threadId: string) => boolean;
+  /** A run in progress, or a thread waiting for a person's approval: the heartbeat is put off. */
+  isBusy: (threadId: string) => boolean | Promise<boolean>;
   clock: Clock;
   logger: Logger;
 }
@@ -103,9 +104,9 @@ export class Overlord implements PlanHeartbeats {
       await this.recordHeartbeat(plan, { status: 'ended', nextCheckAt: null, lastReason: 'heartbeats disabled' });
       return { outcome: 'disabled', modelCalled: false };
     }
-    if (this.deps.isBusy(payload.threadId)) {
+    if (await this.deps.isBusy(payload.threadId)) {
       const next = await this.reschedule(payload, plan, now.getTime() + settings.minDelayMs);
-      log.info({ nextCheckAt: next }, 'overlord: a run is in progress; checking later, no model call');
+      log.info({ nextCheckAt: next }, 'overlord: a run is in progress or the thread waits for an approval; checking later, no model call');
       return { outcome: 'busy', modelCalled: false, nextCheckAt: next };
     }
     const wakes = plan.heartbeat?.wakes ?? 0;

@@ -1,4 +1,4 @@
-import { END, START, StateGraph } from '@langchain/langgraph';
+import { END, isGraphInterrupt, START, StateGraph } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { STOPPING_REASON } from '../../app/run-coordinator.js';
 import type { AgentGraph, RegisteredGraph } from '../agent-graph.js';
@@ -53,6 +53,8 @@ export function buildPlannerGraph(deps: PlannerGraphDependencies, runtime = new 
           stopped?.bound === 'malformed_output' ? { node, error: stopped.reason, timestamp: deps.clock.now().getTime(), retryCount: state.planner.budgets.structuredRetries } : undefined;
         return { ...update, planner: { ...bookkeeping, ...update.planner, ...(lastError ? { lastError } : {}) } };
       } catch (error) {
+        // A node waiting for a person's approval (I16) has not failed: the run ends `interrupted`.
+        if (isGraphInterrupt(error)) throw error;
         await stopOnFailure(runtime, scope, state.planner, node, error);
         throw error;
       }

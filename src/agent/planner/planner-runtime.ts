@@ -7,7 +7,10 @@ import type { AgentRepository, ChatModelResolver, Clock, EventBus, MemoryStore }
 import type { VigilEvent } from '../../domain/events.js';
 import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
-import { plannerSettingsWithTools } from '../../domain/tools/tool-settings.js';
+import { isAttended, plannerSettingsWithTools, toolModeFor, toolSettingsOf, toolSettingsSchema, type ToolMode, type ToolSettings } from '../../domain/tools/tool-settings.js';
+import type { ApprovalGate } from '../../app/approvals/approval-ports.js';
+import type { ApprovalRecord } from '../../domain/tools/approval.js';
+import { runApprovedCall } from '../tools/tool-approval.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
@@ -15,7 +18,7 @@ import type { BaseMessage } from '@langchain/core/messages';
 import { ContextWindow } from '../context/context-window.js';
 import { decisionMessages, type PlannerRole } from './planner-prompts.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
-import type { Toolbox, ToolboxFactory } from '../tools/planner-toolbox.js';
+import { withoutTools, type Toolbox, type ToolboxFactory } from '../tools/planner-toolbox.js';
 
 export interface PlannerGraphDependencies {
   checkpointer: BaseCheckpointSaver;
@@ -33,6 +36,19 @@ export interface PlannerGraphDependencies {
   memoryLimit?: number;
   /** Fits the model calls that read the conversation into the agent's context budget (I14). */
   context?: ContextWindow;
+  /**
+   * The same approval gate the chat tool loop uses (I16). Absent: a tool whose policy is
+   * `ask` is refused (nothing can ask a person).
+   */
+  approvals?: ApprovalGate;
+}
+
+/** A tool call the planner makes; `id` and `ask` when it went through the approval path. */
+export interface PlannerToolCall {
+  id?: string;
+  tool: string;
+  args: Record<string, unknown>;
+  ask?: boolean;
 }
 
 /** What one node call knows about its run. */
@@ -98,11 +114,37 @@ export class PlannerRuntime {
     return this.deps.models(scope.run.model);
   }
 
+  /**
+   * The agent's tool settings, in the one shape every agent kind shares (`tools.approval`,
+   * …); invalid ones fall back to the defaults, loudly.
+   */
+  async toolSettings(scope: RunScope): Promise<ToolSettings> {
+    const agent = await this.deps.agents.get(scope.run.userId, scope.run.agentId);
+    try {
+      return toolSettingsOf(agent?.settings ?? {});
+    } catch (error) {
+      scope.log.error({ err: error, agentId: scope.run.agentId }, 'invalid tool settings; using the defaults');
+      return toolSettingsOf({ tools: toolSettingsSchema.parse({}) });
+    }
+  }
+
+  /** The approval policy of a tool in this run (attended or not). */
+  toolMode(scope: RunScope, settings: ToolSettings, tool: string): ToolMode {
+    return toolModeFor(settings, tool, isAttended(scope.run.trigger));
+  }
+
+  /**
+   * The run's toolbox: built-ins and the agent's MCP servers, without the tools its
+   * approval policy denies for this kind of run (`deny` removes a tool from what the
+   * model is offered, and a call to it finds no such tool).
+   */
   async toolbox(scope: RunScope, settings?: PlannerSettings): Promise<Toolbox> {
     const resolved = settings ?? (await this.settings(scope));
     const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId: scope.run.userId, agentId: scope.run.agentId }, settings: resolved });
     for (const missing of toolbox.unavailable) scope.log.warn({ server: missing.server, error: missing.error }, 'MCP server tools unavailable for this run');
-    return toolbox;
+    const policy = await this.toolSettings(scope);
+    const denied = toolbox.descriptors.filter((tool) => this.toolMode(scope, policy, tool.name) === 'deny').map((tool) => tool.name);
+    return denied.length > 0 ? withoutTools(toolbox, denied) : toolbox;
   }
 
   emit(scope: RunScope, event: DistributiveOmit<PlanEvent, 'threadId' | 'runId' | 'at'>): void {
@@ -119,8 +161,10 @@ export class PlannerRuntime {
     scope: RunScope,
     meta: PlannerMetadata,
     toolbox: Toolbox,
-    calls: ReadonlyArray<{ tool: string; args: Record<string, unknown> }>,
+    calls: ReadonlyArray<PlannerToolCall>,
     where: { planId: string; milestoneId: string | null; stepIndex: number | null },
+    /** The decisions of the calls marked `ask`, by call id (see the executor). */
+    decisions?: ReadonlyMap<string, ApprovalRecord>,
   ): Promise<{ updates: Pick<PlannerMetadata, 'toolCallCount' | 'toolCallSignatures' | 'toolResults'>; stop: Stop | null; outcomes: Array<{ tool: string; ok: boolean; output: string }> }> {
     let toolCallCount = meta.toolCallCount;
     const toolCallSignatures = { ...meta.toolCallSignatures };
@@ -128,7 +172,7 @@ export class PlannerRuntime {
     const outcomes: Array<{ tool: string; ok: boolean; output: string }> = [];
     const { budgets } = meta;
     for (const call of calls) {
-      const id = randomUUID();
+      const id = randomUUID(); // the record's own: a replayed step records its call again
       const startedAt = scope.now();
       const signature = toolCallSignature(call.tool, call.args);
       // Arguments may carry credentials (an api_key, a bearer token): the tool gets them,
@@ -153,13 +197,28 @@ export class PlannerRuntime {
       toolCallSignatures[signature] = previous + 1;
       let ok = true;
       let output = '';
-      try {
-        if (!toolbox.has(call.tool)) throw new Error(`no tool named "${call.tool}"`);
-        output = await toolbox.call(call.tool, call.args, scope.config.signal);
-      } catch (error) {
-        if (scope.config.signal?.aborted) throw error;
-        ok = false;
-        output = error instanceof Error ? error.message : String(error);
+      let status: 'succeeded' | 'failed' | 'refused' = 'succeeded';
+      const invoke = async (args: Record<string, unknown>): Promise<{ ok: boolean; output: string }> => {
+        try {
+          if (!toolbox.has(call.tool)) throw new Error(`no tool named "${call.tool}"`);
+          return { ok: true, output: redactString(await toolbox.call(call.tool, args, scope.config.signal)) };
+        } catch (error) {
+          if (scope.config.signal?.aborted) throw error;
+          return { ok: false, output: redactString(error instanceof Error ? error.message : String(error)) };
+        }
+      };
+      if (call.ask) {
+        // The chat path's approval code (I16): only an approved call runs, once, with exactly the approved arguments.
+        const gate = this.deps.approvals;
+        const outcome = gate
+          ? await runApprovedCall(gate, call.id ? decisions?.get(call.id) : undefined, call.args, invoke)
+          : { ran: false as const, ok: false, output: 'this tool needs a person\'s approval and nobody can be asked here; it was not run', status: 'refused' };
+        ok = outcome.ran && outcome.ok;
+        output = outcome.output;
+        status = outcome.ran ? (outcome.ok ? 'succeeded' : 'failed') : 'refused';
+      } else {
+        ({ ok, output } = await invoke(call.args));
+        status = ok ? 'succeeded' : 'failed';
       }
       // Results too (a server may echo a token): redacted before any cut, so a cut never
       // leaves half a secret; the model, the record and the state all get this text.
@@ -170,7 +229,7 @@ export class PlannerRuntime {
         runId: scope.run.runId,
         tool: call.tool,
         args: storedArgs,
-        status: ok ? 'succeeded' : 'failed',
+        status,
         output: ok ? output.slice(0, TOOL_OUTPUT_STORED_CHARS) : null,
         error: ok ? null : output.slice(0, 2000),
         startedAt,

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { interrupt } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { ApprovalGate } from '../../app/approvals/approval-ports.js';
 import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
-import { hashArguments, outcomeForModel, type ApprovalRecord } from '../../domain/tools/approval.js';
+import { outcomeForModel, type ApprovalRecord } from '../../domain/tools/approval.js';
+import { awaitStepApproval, runApprovedCall } from '../tools/tool-approval.js';
 import { approvalTimeoutFor, isAttended, toolModeFor, type ToolMode } from '../../domain/tools/tool-settings.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { ChatToolboxSource, RunTools } from './chat-toolbox.js';
@@ -34,13 +34,7 @@ export interface ToolLoopDependencies {
 
 type ToolCall = { id?: string; name: string; args: Record<string, unknown> };
 
-/** The interrupt's value: LangChain's human-in-the-loop shape, plus vigil's approval ids. */
-export interface ToolApprovalInterrupt {
-  type: 'tool_approval';
-  action_requests: Array<{ name: string; args: unknown; description: string }>;
-  review_configs: Array<{ action_name: string; allowed_decisions: string[] }>;
-  approvals: Array<{ id: string; tool_call_id: string; tool: string; expires_at: string }>;
-}
+export type { ToolApprovalInterrupt } from '../tools/tool-approval.js';
 
 export class ToolLoop {
   constructor(private readonly deps: ToolLoopDependencies) {}
@@ -89,20 +83,17 @@ export class ToolLoop {
       if (!gate) {
         for (const plan of asks) plan.refusal = 'this tool needs a person\'s approval and nobody can be asked here';
       } else {
-        const records = await gate.requestStep({
-          run,
-          messageId: last.id,
-          attended,
-          calls: asks.map((plan) => ({ toolCallId: plan.call.id, tool: plan.call.name, args: plan.call.args, timeoutMs: approvalTimeoutFor(tools.settings, plan.call.name, attended) })),
-        });
-        if (records.some((record) => record.status === 'pending')) {
-          log.info({ approvals: records.map((record) => record.id) }, 'tool calls wait for a person\'s approval');
-          // Throws the first time (the run ends `interrupted`, the checkpoint keeps the
-          // step); the step runs again once every call is decided, reading the decisions
-          // from their records, which are the truth (a resume value is only a signal).
-          interrupt<ToolApprovalInterrupt>(interruptValue(records));
-        }
-        decided = new Map(records.map((record) => [record.toolCallId, record]));
+        // Throws (interrupt) while any call is pending; the step runs again once all are decided.
+        decided = await awaitStepApproval(
+          gate,
+          {
+            run,
+            step: last.id,
+            attended,
+            calls: asks.map((plan) => ({ toolCallId: plan.call.id, tool: plan.call.name, args: plan.call.args, timeoutMs: approvalTimeoutFor(tools.settings, plan.call.name, attended) })),
+          },
+          log,
+        );
       }
     }
     return Promise.all(plans.map((plan) => this.execute(plan, tools, decided.get(plan.call.id), config, log)));
@@ -123,25 +114,12 @@ export class ToolLoop {
     const { call } = plan;
     if (plan.refusal !== undefined) return toolMessage(call, plan.refusal, 'error', { status: 'refused' });
     if (plan.mode !== 'ask') return this.invoke(call, call.args, tools, config, log);
-    if (!record) return toolMessage(call, 'no approval was recorded for this call; it was not run', 'error', { status: 'refused' });
-    if (record.status !== 'approved' && record.status !== 'edited') return toolMessage(call, outcomeForModel(record), 'error', { status: record.status, approvalId: record.id });
-    // Exactly the approved arguments: the call's own (its hash checked), or the person's edit.
-    const args = record.status === 'edited' && record.editedArguments ? record.editedArguments : call.args;
-    if (record.status === 'approved' && hashArguments(call.args) !== record.argumentsHash) {
-      return toolMessage(call, 'the arguments differ from the ones approved; the call was not run', 'error', { status: 'refused', approvalId: record.id });
-    }
-    const meta = { status: record.status, approvalId: record.id, args };
-    const gate = this.deps.approvals!;
-    if (record.execution === 'done' && record.result !== null) return toolMessage(call, record.result, 'success', { ...meta, status: 'succeeded' });
-    if (!(await gate.beginExecution(record.id))) {
-      // Another delivery of this step ran it, or a crash cut its run short: never twice.
-      const current = await gate.reread(record.id);
-      if (current?.execution === 'done' && current.result !== null) return toolMessage(call, current.result, 'success', { ...meta, status: 'succeeded' });
-      return toolMessage(call, 'this approved call was started before the server stopped; whether it finished is unknown, and it is not run again', 'error', { ...meta, status: 'unknown' });
-    }
-    const result = await this.invoke(call, args, tools, config, log);
-    await gate.finishExecution(record.id, String(result.content));
-    return toolMessage(call, String(result.content), result.status === 'error' ? 'error' : 'success', { ...meta, status: result.status === 'error' ? 'failed' : 'succeeded' });
+    const outcome = await runApprovedCall(this.deps.approvals!, record, call.args, async (args) => {
+      const result = await this.invoke(call, args, tools, config, log);
+      return { ok: result.status !== 'error', output: String(result.content) };
+    });
+    const meta = { status: outcome.status, ...(outcome.approvalId ? { approvalId: outcome.approvalId } : {}), ...(outcome.args ? { args: outcome.args } : {}) };
+    return toolMessage(call, outcome.output, outcome.ran && outcome.ok ? 'success' : 'error', meta);
   }
 
   private async invoke(call: ToolCall & { id: string }, args: Record<string, unknown>, tools: RunTools, config: RunnableConfig, log: Logger): Promise<ToolMessage> {
@@ -174,16 +152,6 @@ function toolMessage(call: ToolCall & { id: string }, content: string, status: '
     // What history shows of the call (redacted): part of the agent's turn, never the person's.
     additional_kwargs: { tool_name: call.name, tool_arguments: redact(meta.args ?? call.args), tool_status: meta.status, ...(meta.approvalId ? { approval_id: meta.approvalId } : {}) },
   });
-}
-
-function interruptValue(records: readonly ApprovalRecord[]): ToolApprovalInterrupt {
-  const pending = records.filter((record) => record.status === 'pending');
-  return {
-    type: 'tool_approval',
-    action_requests: pending.map((record) => ({ name: record.tool, args: record.arguments, description: `Tool call ${record.tool} waits for approval (approval ${record.id})` })),
-    review_configs: pending.map((record) => ({ action_name: record.tool, allowed_decisions: ['approve', 'edit', 'reject'] })),
-    approvals: pending.map((record) => ({ id: record.id, tool_call_id: record.toolCallId, tool: record.tool, expires_at: record.expiresAt })),
-  };
 }
 
 /** The messages since the turn's task (the last human message). */

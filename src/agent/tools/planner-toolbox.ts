@@ -60,6 +60,22 @@ export function withTools(toolbox: Toolbox, tools: StructuredToolInterface[]): T
   };
 }
 
+/** A toolbox without some tools (those an approval policy denies): not offered, and not callable. */
+export function withoutTools(toolbox: Toolbox, names: readonly string[]): Toolbox {
+  const removed = new Set(names);
+  const missing = (name: string) => `no tool named "${name}"`;
+  return {
+    descriptors: toolbox.descriptors.filter((tool) => !removed.has(tool.name)),
+    unavailable: toolbox.unavailable,
+    has: (name) => !removed.has(name) && toolbox.has(name),
+    validate: (name, args) => (removed.has(name) ? missing(name) : toolbox.validate(name, args)),
+    call: async (name, args, signal) => {
+      if (removed.has(name)) throw new Error(missing(name));
+      return toolbox.call(name, args, signal);
+    },
+  };
+}
+
 function toolboxOf(entries: ToolEntry[], unavailable: Toolbox['unavailable']): Toolbox {
   const byName = new Map(entries.map((entry) => [entry.descriptor.name, entry.tool]));
   return {

@@ -5,8 +5,9 @@ import type { AgentKind, AgentRecord } from '../ports.js';
 import { messagesOf } from '../runs/stream-attempt.js';
 
 /**
- * The id of the model message whose tool step a thread's checkpoint waits on (a node
- * called interrupt()), or null when the thread waits for nothing.
+ * The key of the tool step a thread's checkpoint waits on (a node called interrupt()): the
+ * step the interrupt names (a planner step), else the id of the model message that made
+ * the calls (a chat step); null when the thread waits for nothing.
  */
 export function waitingStepReader(graphs: Partial<Record<AgentKind, RegisteredGraph>>, defaultModel: string) {
   return async (agent: AgentRecord, context: RunContext): Promise<string | null> => {
@@ -14,7 +15,13 @@ export function waitingStepReader(graphs: Partial<Record<AgentKind, RegisteredGr
     if (!registered) return null;
     const settings = { runId: context.runId, threadId: context.threadId, userId: context.userId, agentId: context.agentId, trigger: context.trigger, systemPrompt: '', model: agent.model ?? defaultModel };
     const state = await registered.graph.getState(runConfig(settings));
-    if (!(state.tasks ?? []).some((task) => (task.interrupts?.length ?? 0) > 0)) return null;
+    const interrupts = (state.tasks ?? []).flatMap((task) => task.interrupts ?? []);
+    if (interrupts.length === 0) return null;
+    // A planner step names itself in the interrupt (it has no model message in the thread).
+    for (const entry of interrupts) {
+      const step = (entry as { value?: { step?: unknown } } | null)?.value?.step;
+      if (typeof step === 'string') return step;
+    }
     return messagesOf(state.values).at(-1)?.id ?? null;
   };
 }

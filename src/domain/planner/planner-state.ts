@@ -98,6 +98,24 @@ export const plannerMetadataSchema = z.object({
   // ---- tactical layer ----
   tacticalPlan: z.object({ steps: z.array(tacticalStepStateSchema) }).nullable().default(null),
   executorContinue: z.boolean().default(false),
+  /**
+   * The executor's calls that wait for a person's approval (I16): the model's answer, kept
+   * here by one executor visit so that the next visit, which waits with interrupt() and
+   * resumes after the decisions, runs exactly these calls and never asks the model again.
+   * `ask` marks the calls that need a decision; the others run beside them once all are decided.
+   */
+  pendingToolCalls: z
+    .object({
+      step: z.string(),
+      planId: z.string(),
+      milestoneId: z.string(),
+      stepIndex: z.number().int(),
+      calls: z.array(z.object({ id: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), ask: z.boolean(), timeoutMs: z.number().int() })),
+      done: z.boolean(),
+      result: z.string(),
+    })
+    .nullable()
+    .default(null),
   /** This milestone's tool results by call id (truncated). */
   toolResults: z.record(z.string(), toolResultStateSchema).default({}),
   currentStep: z.number().int().default(0),

@@ -19,12 +19,16 @@ export function knowledgeNode(runtime: PlannerRuntime) {
     const planId = meta.activePlanId!;
     const model = runtime.model(scope);
     const toolbox = await runtime.toolbox(scope);
+    // Gathering knowledge never waits for a person: tools that need approval (I16) are not offered here, and a call to one is refused.
+    const policy = await runtime.toolSettings(scope);
+    const needsApproval = (tool: string) => runtime.toolMode(scope, policy, tool) === 'ask';
+    const offered = toolbox.descriptors.filter((tool) => !needsApproval(tool.name));
     const retries = meta.budgets.structuredRetries;
     const asked = await decide(
       model,
       knowledgePlanDecision,
       'knowledge_plan',
-      await runtime.decisionInput(scope, 'knowledge_plan', { request, memories: meta.memories.map((memory) => memory.content), tools: toolsForPrompt(toolbox.descriptors) }),
+      await runtime.decisionInput(scope, 'knowledge_plan', { request, memories: meta.memories.map((memory) => memory.content), tools: toolsForPrompt(offered) }),
       { retries, config: scope.config },
     );
     let tokensUsed = meta.tokensUsed + asked.tokens;
@@ -45,7 +49,7 @@ export function knowledgeNode(runtime: PlannerRuntime) {
         : [];
       let tool: { name: string; ok: boolean; output: string } | null = null;
       if (query.toolCall) {
-        const called = await runtime.callTools(scope, current, toolbox, [query.toolCall], { planId, milestoneId: null, stepIndex: null });
+        const called = await runtime.callTools(scope, current, toolbox, [{ ...query.toolCall, ask: needsApproval(query.toolCall.tool) }], { planId, milestoneId: null, stepIndex: null });
         toolUpdates = called.updates;
         current = { ...current, ...called.updates };
         if (called.stop) return { planner: { tokensUsed, knowledgePlan, ...toolUpdates, stop: called.stop } };

@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import type { ApprovalRecord } from '../../../domain/tools/approval.js';
+import { approvalTimeoutFor, isAttended } from '../../../domain/tools/tool-settings.js';
+import { awaitStepApproval } from '../../tools/tool-approval.js';
 import { executorDecision, tacticalCritique, tacticalPlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { PlannerMetadata, TacticalStepState } from '../../../domain/planner/planner-state.js';
 import { malformedStop, revisionCapStop } from '../../../domain/planner/run-bounds.js';
 import { toolsForPrompt } from '../planner-prompts.js';
 import type { PlannerUpdate } from '../planner-graph-state.js';
-import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
+import type { PlannerRuntime, PlannerToolCall, RunScope } from '../planner-runtime.js';
 import { decide } from '../structured-decision.js';
 
 /** The tactical planner: steps for the active milestone (again after a revise), each with its tools and expected outcome. */
@@ -44,6 +48,12 @@ export function tacticalPlannerNode(runtime: PlannerRuntime) {
  * tactical critic always reviews it) or stays on it (a self-loop, bounded by the
  * same-node limit). It never ends the graph: its only edges are itself, the critic, and
  * — when a bound stops the run — `complete`.
+ *
+ * Calls whose approval policy is `ask` (I16) take two visits: the first keeps the model's
+ * answer in state (`pendingToolCalls`) and loops; the second asks for the decisions through
+ * the approval gate the chat agents use, waits with interrupt() (the run ends
+ * `interrupted`), and — resumed once every call is decided — runs exactly the kept calls,
+ * each approved one once with exactly the approved arguments, without asking the model again.
  */
 export function executorNode(runtime: PlannerRuntime) {
   const { plans } = runtime.deps;
@@ -55,48 +65,91 @@ export function executorNode(runtime: PlannerRuntime) {
     const step = steps[index];
     if (!step) {
       // Nothing planned is left: the critic decides (a "continue" here goes round without progress).
-      return { planner: { executorContinue: false } };
+      return { planner: { executorContinue: false, pendingToolCalls: null } };
     }
     if (step.status === 'pending') {
       steps[index] = { ...step, status: 'running' };
       runtime.emit(scope, { type: 'step.start', planId, milestoneId: milestone.id, stepIndex: index, description: step.description });
     }
     const toolbox = await runtime.toolbox(scope);
-    const offered = step.tools.length > 0 ? toolbox.descriptors.filter((tool) => step.tools.includes(tool.name)) : toolbox.descriptors;
-    const earlier = Object.values(meta.toolResults).filter((result) => result.stepIndex === index);
-    const context = {
-      goal: meta.strategicPlan?.goal,
-      milestone: { title: milestone.title, successCriteria: milestone.successCriteria },
-      step: { index, description: step.description, expectedOutcome: step.expectedOutcome },
-      previousSteps: steps.slice(0, index).map((done) => ({ description: done.description, status: done.status, result: done.result })),
-      callsSoFarForThisStep: earlier,
-      tools: toolsForPrompt(offered),
-    };
-    const answer = await decide(runtime.model(scope), executorDecision, 'executor_step', await runtime.decisionInput(scope, 'executor', context), {
-      retries: meta.budgets.structuredRetries,
-      config: scope.config,
-    });
-    const tokensUsed = meta.tokensUsed + answer.tokens;
-    if (!answer.ok) {
-      await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
-      return { planner: { tokensUsed, tacticalPlan: { steps }, stop: malformedStop('executor answer', answer.attempts, answer.error) } };
+    const where = { planId, milestoneId: milestone.id, stepIndex: index };
+    const pending = meta.pendingToolCalls;
+    let tokensUsed = meta.tokensUsed;
+    let answer: { calls: PlannerToolCall[]; done: boolean; result: string };
+    let decisions: ReadonlyMap<string, ApprovalRecord> | undefined;
+    if (pending && pending.planId === planId && pending.milestoneId === milestone.id && pending.stepIndex === index) {
+      // The kept answer: wait for the decisions (interrupt() while any is pending), then run it.
+      runtime.inWork.set(scope.run.runId, { planId, userId: scope.run.userId, threadId: scope.run.threadId, agentId: scope.run.agentId });
+      const asks = pending.calls.filter((call) => call.ask);
+      const gate = runtime.deps.approvals;
+      if (gate && asks.length > 0) {
+        decisions = await awaitStepApproval(
+          gate,
+          {
+            run: scope.run,
+            step: pending.step,
+            stepInInterrupt: true,
+            attended: isAttended(scope.run.trigger),
+            calls: asks.map((call) => ({ toolCallId: call.id, tool: call.tool, args: call.args, timeoutMs: call.timeoutMs })),
+          },
+          scope.log,
+        );
+      }
+      answer = { calls: pending.calls, done: pending.done, result: pending.result };
+    } else {
+      const offered = step.tools.length > 0 ? toolbox.descriptors.filter((tool) => step.tools.includes(tool.name)) : toolbox.descriptors;
+      const earlier = Object.values(meta.toolResults).filter((result) => result.stepIndex === index);
+      const context = {
+        goal: meta.strategicPlan?.goal,
+        milestone: { title: milestone.title, successCriteria: milestone.successCriteria },
+        step: { index, description: step.description, expectedOutcome: step.expectedOutcome },
+        previousSteps: steps.slice(0, index).map((done) => ({ description: done.description, status: done.status, result: done.result })),
+        callsSoFarForThisStep: earlier,
+        tools: toolsForPrompt(offered),
+      };
+      const decided = await decide(runtime.model(scope), executorDecision, 'executor_step', await runtime.decisionInput(scope, 'executor', context), {
+        retries: meta.budgets.structuredRetries,
+        config: scope.config,
+      });
+      tokensUsed += decided.tokens;
+      if (!decided.ok) {
+        await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
+        return { planner: { tokensUsed, tacticalPlan: { steps }, pendingToolCalls: null, stop: malformedStop('executor answer', decided.attempts, decided.error) } };
+      }
+      const policy = await runtime.toolSettings(scope);
+      const attended = isAttended(scope.run.trigger);
+      const calls = decided.value.calls.map((call) => ({ id: randomUUID(), tool: call.tool, args: call.args, ask: toolbox.has(call.tool) && runtime.toolMode(scope, policy, call.tool) === 'ask', timeoutMs: approvalTimeoutFor(policy, call.tool, attended) }));
+      if (calls.some((call) => call.ask)) {
+        // Kept in the checkpoint before anyone is asked: the next visit waits for the decisions.
+        await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
+        scope.log.info({ tools: calls.filter((call) => call.ask).map((call) => call.tool) }, 'planner tool calls need a person\'s approval');
+        return {
+          planner: {
+            tokensUsed,
+            tacticalPlan: { steps },
+            executorContinue: true,
+            pendingToolCalls: { step: `plan-step:${randomUUID()}`, ...where, calls, done: decided.value.done, result: decided.value.result },
+          },
+        };
+      }
+      answer = { calls: calls.map(({ tool, args }) => ({ tool, args })), done: decided.value.done, result: decided.value.result };
     }
-    const called = await runtime.callTools(scope, meta, toolbox, answer.value.calls, { planId, milestoneId: milestone.id, stepIndex: index });
+    const called = await runtime.callTools(scope, meta, toolbox, answer.calls, where, decisions);
     if (called.stop) {
       await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
-      return { planner: { tokensUsed, ...called.updates, tacticalPlan: { steps }, stop: called.stop } };
+      return { planner: { tokensUsed, ...called.updates, tacticalPlan: { steps }, pendingToolCalls: null, stop: called.stop } };
     }
     let currentStep = index;
     let executorContinue = true;
-    if (answer.value.done) {
+    if (answer.done) {
       const failed = called.outcomes.length > 0 && called.outcomes.every((outcome) => !outcome.ok);
-      steps[index] = { ...steps[index]!, status: failed ? 'failed' : 'done', result: answer.value.result };
-      runtime.emit(scope, { type: 'step.end', planId, milestoneId: milestone.id, stepIndex: index, status: failed ? 'failed' : 'succeeded', summary: answer.value.result.slice(0, 500) });
+      steps[index] = { ...steps[index]!, status: failed ? 'failed' : 'done', result: answer.result };
+      runtime.emit(scope, { type: 'step.end', planId, milestoneId: milestone.id, stepIndex: index, status: failed ? 'failed' : 'succeeded', summary: answer.result.slice(0, 500) });
       currentStep = index + 1;
       executorContinue = false;
     }
     await plans.updateMilestone(planId, milestone.id, { steps, currentStep }, scope.now());
-    return { planner: { tokensUsed, ...called.updates, tacticalPlan: { steps }, currentStep, executorContinue } };
+    return { planner: { tokensUsed, ...called.updates, tacticalPlan: { steps }, currentStep, executorContinue, pendingToolCalls: null } };
   };
 }
 
