@@ -34,6 +34,33 @@ describe('the demo default agent', () => {
     expect(dueInMs).toBeLessThanOrEqual(DEMO_FOLLOW_UP_SECONDS * 1000 + 1000);
   });
 
+  it('a planner agent on the demo model runs a whole plan: two milestones, a real tool call each, critic verdicts, a closing reply with a question', async () => {
+    expect((await demo.request('POST', '/api/agents', { body: { id: 'demo-planner', name: 'Demo planner', kind: 'planner', model: 'demo' } })).status).toBe(201);
+    const thread = await demo.request('POST', '/api/threads', { body: { agentId: 'demo-planner' } });
+    const sent = await demo.request('POST', `/api/threads/${thread.body.id}/messages`, { body: { content: 'Plan my Saturday' } });
+    expect(sent.status).toBe(200);
+    expect(sent.body.run.status).toBe('succeeded');
+    expect(sent.body.messages.at(-1).content).toMatch(/^\[demo model\] I worked through a plan for: Answer "Plan my Saturday".*Completed 2 of 2 milestones.*\?$/);
+    const plans = (await demo.request('GET', `/api/threads/${thread.body.id}/plans`)).body.plans;
+    expect(plans).toHaveLength(1);
+    const plan = (await demo.request('GET', `/api/plans/${plans[0].id}`)).body;
+    expect(plan.status).toBe('completed');
+    expect(plan.milestones.map((milestone: Record<string, unknown>) => [milestone.title, milestone.status, milestone.criticDecision])).toEqual([
+      ['Check the clock', 'completed', 'approve'],
+      ['Note the request', 'completed', 'approve'],
+    ]);
+    expect(plan.toolCalls.map((call: Record<string, unknown>) => [call.tool, call.status])).toEqual([
+      ['current_time', 'succeeded'],
+      ['memory_write', 'succeeded'],
+    ]);
+    // The tool really ran: the memory is there.
+    const memories = (await demo.request('GET', '/api/agents/demo-planner/memories')).body.memories;
+    expect(memories.map((memory: Record<string, unknown>) => memory.content)).toEqual(['Planned with the demo model: Answer "Plan my Saturday" (a demo plan)']);
+    // Nothing of the planner's JSON reached the person's history.
+    const history = (await demo.request('GET', `/api/threads/${thread.body.id}/history`)).body.messages;
+    expect(history.map((message: Record<string, unknown>) => message.role)).toEqual(['user', 'assistant']);
+  });
+
   it('is off unless asked for: a server started without demoAgent keeps the plain default agent', async () => {
     const thread = await plain.request('POST', '/api/threads', { token: ALICE.token, body: {} });
     const agent = await plain.request('GET', `/api/agents/${thread.body.agentId}`);
