@@ -3,6 +3,7 @@ import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
+import { ThreadApprovals } from './approvals.js';
 
 const SEEN_PREFIX = 'vigil.seen.';
 
@@ -333,6 +334,7 @@ function Conversation({
           );
         })}
       </div>
+      <ThreadApprovals threadId={thread.id} live={live} />
       {failure && (
         <div className="failure" role="alert">
           <p>
