@@ -179,10 +179,11 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await expect(cell('Envelope').textContent()).resolves.toBe('none');
     await expect(cell(`Messages (${context.messages.window.length} of ${context.messages.inThread})`).textContent()).resolves.toBe(String(context.messages.tokens));
     await expect(section.textContent()).resolves.toContain(`${context.inputTokens} of ${context.budget.inputLimit} input tokens`);
-    // A person's run reached the model without an envelope, and the run says so.
-    const run = page.getByRole('complementary', { name: 'Inspector' }).locator('li.run').first();
-    await run.getByText('Envelope the model read').click();
+    // "Inspect" on the reply opens its run, focused, its envelope shown: a person's run reached the model without one.
+    await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant').getByRole('button', { name: /^Inspect/ }).click();
+    const run = page.getByRole('complementary', { name: 'Inspector' }).locator('li.run.focused');
     await run.getByText('None: user runs reach the model without an envelope').waitFor();
+    await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === (await run.getAttribute('id')), 5_000, 'the run to take focus');
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   });

@@ -30,6 +30,8 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
   const [names, setNames] = useState<{ schedules: Schedule[]; hooks: Hook[] }>({ schedules: [], hooks: [] });
   const [showThreads, setShowThreads] = useState(false);
   const [showInspector, setShowInspector] = useState(false);
+  /** The run of the reply a person asked about ("Inspect" on a reply): the inspector opens at it. */
+  const [focusRun, setFocusRun] = useState<string | undefined>();
   const [showInternal, setShowInternal] = useState(false);
   const [newAgent, setNewAgent] = useState('');
 
@@ -113,13 +115,36 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
           )}
         </div>
         {current ? (
-          <Conversation key={current.id} thread={current} agents={agents} live={live} names={names} showInternal={showInternal} onActivity={reloadThreads} />
+          <Conversation
+            key={current.id}
+            thread={current}
+            agents={agents}
+            live={live}
+            names={names}
+            showInternal={showInternal}
+            onActivity={reloadThreads}
+            onInspect={(runId) => {
+              setFocusRun(runId);
+              setShowInspector(true);
+            }}
+          />
         ) : (
           <p className="hint">Pick a thread or start a new one.</p>
         )}
       </main>
       {current && showInspector && (
-        <Inspector thread={current} live={live} names={names} showInternal={showInternal} onShowInternal={setShowInternal} onClose={() => setShowInspector(false)} />
+        <Inspector
+          thread={current}
+          live={live}
+          names={names}
+          showInternal={showInternal}
+          onShowInternal={setShowInternal}
+          focusRun={focusRun}
+          onClose={() => {
+            setShowInspector(false);
+            setFocusRun(undefined);
+          }}
+        />
       )}
     </div>
   );
@@ -205,6 +230,7 @@ function Conversation({
   names,
   showInternal,
   onActivity,
+  onInspect,
 }: {
   thread: Thread;
   agents: Agent[];
@@ -212,6 +238,7 @@ function Conversation({
   names: { schedules: Schedule[]; hooks: Hook[] };
   showInternal: boolean;
   onActivity: () => void;
+  onInspect: (runId: string) => void;
 }) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [runs, setRuns] = useState<Record<string, Run>>({});
@@ -316,6 +343,11 @@ function Conversation({
                 <span className="who">{internal ? `Internal (${trigger ?? message.role})` : message.role === 'user' ? 'You' : agent?.name ?? 'Agent'}</span>
                 {reason && <span className="why">{reason}</span>}
                 <time dateTime={message.createdAt}>{new Date(message.createdAt).toLocaleTimeString()}</time>
+                {message.role === 'assistant' && message.runId && (
+                  <button type="button" className="small link" aria-label={`Inspect the reply of ${new Date(message.createdAt).toLocaleTimeString()}`} onClick={() => onInspect(message.runId!)}>
+                    Inspect
+                  </button>
+                )}
               </header>
               {message.role === 'user' && !internal ? <p className="plain">{textOf(message.content)}</p> : <Markdown text={textOf(message.content)} />}
             </article>

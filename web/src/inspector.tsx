@@ -1,4 +1,4 @@
-import { useCallback, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { api, type AutonomyPolicy, type Hook, type LiveConnection, type Run, type Schedule, type Thread, type ThreadAutonomy, type ThreadContext } from './api.js';
 import { PlansSection } from './plans.js';
 import { countdown, JsonBlock, useLiveLoad, useNow } from './shared.js';
@@ -18,6 +18,7 @@ export function Inspector({
   showInternal,
   onShowInternal,
   onClose,
+  focusRun,
 }: {
   thread: Thread;
   live: LiveConnection;
@@ -25,6 +26,8 @@ export function Inspector({
   showInternal: boolean;
   onShowInternal: (value: boolean) => void;
   onClose: () => void;
+  /** A run to open at: its envelope shown, scrolled to and focused. */
+  focusRun?: string | undefined;
 }) {
   const [runs, setRuns] = useState<Run[]>([]);
   const [autonomy, setAutonomy] = useState<ThreadAutonomy | undefined>();
@@ -43,6 +46,16 @@ export function Inspector({
   }, [thread.id, thread.agentId]);
 
   useLiveLoad(live, load, { threadId: thread.id, types: ['timer.', 'run.'] });
+
+  const focusLoaded = runs.some((run) => run.id === focusRun);
+  useEffect(() => {
+    if (!focusRun || !focusLoaded) return;
+    const item = document.getElementById(`run-${focusRun}`);
+    const envelope = item?.querySelector<HTMLDetailsElement>('details.envelope');
+    if (envelope) envelope.open = true;
+    item?.scrollIntoView({ block: 'nearest' });
+    item?.focus();
+  }, [focusRun, focusLoaded]);
 
   return (
     <aside id="inspector" className="inspector" aria-label="Inspector">
@@ -118,7 +131,7 @@ export function Inspector({
         <h3 id="runs-heading">Runs</h3>
         <ol className="runs">
           {runs.map((run) => (
-            <li key={run.id} className={`run ${run.status}`}>
+            <li key={run.id} id={`run-${run.id}`} tabIndex={-1} className={`run ${run.status}${run.id === focusRun ? ' focused' : ''}`}>
               <div>
                 <strong>{run.trigger}</strong> · {run.status} · {duration(run)}
                 {whyOf(run, names) && <span className="why">{whyOf(run, names)}</span>}
