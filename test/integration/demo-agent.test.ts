@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_FOLLOW_UP_SECONDS } from '../../src/app/agent-service.js';
+import { DEMO_FOLLOW_UP_SECONDS, DEMO_PLANNER_ID } from '../../src/app/agent-service.js';
 import { ALICE, startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /** What a newcomer gets from `npm start` with no model configured: an agent that follows up soon. */
@@ -35,8 +35,10 @@ describe('the demo default agent', () => {
   });
 
   it('a planner agent on the demo model runs a whole plan: two milestones, a real tool call each, critic verdicts, a closing reply with a question', async () => {
-    expect((await demo.request('POST', '/api/agents', { body: { id: 'demo-planner', name: 'Demo planner', kind: 'planner', model: 'demo' } })).status).toBe(201);
-    const thread = await demo.request('POST', '/api/threads', { body: { agentId: 'demo-planner' } });
+    // Made beside the demo agent, on the server's (demo) model.
+    const planner = await demo.request('GET', `/api/agents/${DEMO_PLANNER_ID}`);
+    expect(planner.body).toMatchObject({ name: 'Demo planner (runs a short scripted plan)', kind: 'planner', model: null });
+    const thread = await demo.request('POST', '/api/threads', { body: { agentId: DEMO_PLANNER_ID } });
     const sent = await demo.request('POST', `/api/threads/${thread.body.id}/messages`, { body: { content: 'Plan my Saturday' } });
     expect(sent.status).toBe(200);
     expect(sent.body.run.status).toBe('succeeded');
@@ -66,5 +68,6 @@ describe('the demo default agent', () => {
     const agent = await plain.request('GET', `/api/agents/${thread.body.agentId}`);
     expect(agent.body.name).toBe('Default agent');
     expect((await plain.request('GET', `/api/agents/${thread.body.agentId}/autonomy`)).body.policy.enabled).toBe(false);
+    expect((await plain.request('GET', `/api/agents/${DEMO_PLANNER_ID}`)).status).toBe(404);
   });
 });

@@ -350,6 +350,11 @@ function Conversation({
                 )}
               </header>
               {message.role === 'user' && !internal ? <p className="plain">{textOf(message.content)}</p> : <Markdown text={textOf(message.content)} />}
+              {message.toolCalls?.map((call) => (
+                <p key={call.id ?? call.name} className="tool-call">
+                  asked to run {call.name}
+                </p>
+              ))}
             </article>
           );
         })}
