@@ -575,6 +575,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await expect(card.locator('.countdown').textContent()).resolves.toMatch(/^(9|10) min \d+ s$/);
       const [pending] = (await withTools.request('GET', `/api/approvals?threadId=${threadId}`)).body.approvals as Json[];
       expect(pending).toMatchObject({ status: 'pending', tool: 'memory_write' });
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Approvals 1 waiting' }).waitFor(); // the nav counts what waits
       expect(await seriousViolations(page)).toEqual([]);
 
       // An edit the tool's schema refuses: the server's 400 shows, and nothing is decided.
@@ -601,6 +602,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       const reply = page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)').filter({ hasText: 'Done:' });
       await reply.waitFor({ timeout: 20_000 });
       await page.getByRole('region', { name: 'Waiting for your approval' }).waitFor({ state: 'detached' });
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Approvals', exact: true }).waitFor();
       const decided = (await withTools.request('GET', `/api/approvals/${pending!.id}`)).body;
       expect(decided).toMatchObject({ status: 'approved', channel: 'api', executed: true });
       const memories = (await withTools.request('GET', '/api/agents/careful/memories')).body.memories as Json[];

@@ -5,7 +5,7 @@ import { AgentsView } from './agents.js';
 import { SchedulesView } from './schedules.js';
 import { HooksView } from './hooks.js';
 import { MemoryView } from './memory.js';
-import { ApprovalsView } from './approvals.js';
+import { ApprovalsView, PendingApprovalsBadge } from './approvals.js';
 
 type View = 'chat' | 'approvals' | 'agents' | 'schedules' | 'webhooks' | 'memory';
 const VIEWS: Array<{ id: View; label: string }> = [
@@ -88,6 +88,7 @@ export function App() {
           {VIEWS.map((entry) => (
             <a key={entry.id} href={`#${entry.id}`} aria-current={view === entry.id ? 'page' : undefined}>
               {entry.label}
+              {entry.id === 'approvals' && live && <PendingApprovalsBadge live={live} />}
             </a>
           ))}
         </nav>

@@ -95,14 +95,14 @@ export function ApprovalCard({ approval, onDecided, threadLink }: { approval: Ap
       {pending && mode === 'edit' && (
         <div className="field">
           <label htmlFor={`approval-${id}-arguments`}>Edited arguments (JSON)</label>
-          <textarea id={`approval-${id}-arguments`} className="code" rows={5} value={argumentsText} onChange={(event) => setArgumentsText(event.target.value)} />
+          <textarea id={`approval-${id}-arguments`} className="code" rows={5} autoFocus value={argumentsText} onChange={(event) => setArgumentsText(event.target.value)} />
           <p className="muted">Values shown as [redacted] are sent as that text unless you replace them.</p>
         </div>
       )}
       {pending && mode === 'reject' && (
         <div className="field">
           <label htmlFor={`approval-${id}-message`}>Message for the agent (optional)</label>
-          <textarea id={`approval-${id}-message`} rows={2} value={message} onChange={(event) => setMessage(event.target.value)} />
+          <textarea id={`approval-${id}-message`} rows={2} autoFocus value={message} onChange={(event) => setMessage(event.target.value)} />
         </div>
       )}
       {pending && (
@@ -198,4 +198,15 @@ export function ApprovalsView({ live }: { live: LiveConnection }) {
       )}
     </main>
   );
+}
+
+/** How many requests wait for a decision, beside the Approvals link: polled, and on every approval event. */
+export function PendingApprovalsBadge({ live }: { live: LiveConnection }) {
+  const [count, setCount] = useState(0);
+  const load = useCallback(async () => {
+    setCount((await api<{ approvals: Approval[] }>('GET', '/api/approvals?status=pending&limit=100').catch(() => ({ approvals: [] }))).approvals.length);
+  }, []);
+  useLiveLoad(live, load, { types: APPROVAL_EVENTS, pollMs: 10_000 });
+  if (count === 0) return null;
+  return <span className="badge">{count === 100 ? '100+' : count}<span className="visually-hidden"> waiting</span></span>;
 }
