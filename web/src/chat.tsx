@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
+import { AgentSelect } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
@@ -77,14 +78,7 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
       <aside className={`threads${showThreads ? ' open' : ''}`} aria-label="Threads">
         <div className="new-thread">
           <label htmlFor="new-thread-agent">Agent for a new thread</label>
-          <select id="new-thread-agent" value={newAgent} onChange={(event) => setNewAgent(event.target.value)}>
-            <option value="">Default agent</option>
-            {agents.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name}
-              </option>
-            ))}
-          </select>
+          <AgentSelect id="new-thread-agent" agents={agents} withDefault value={newAgent} onChange={setNewAgent} />
           <button type="button" onClick={() => void create()}>
             New thread
           </button>

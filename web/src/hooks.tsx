@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type CreatedHook, type Hook, type HookDelivery } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
-import { ErrorNote, formatTime } from './shared.js';
+import { AgentSelect, ErrorNote, formatTime } from './shared.js';
 
 const PATHS = ['/name', '/taskTemplate', '/agentId', '/payloadFields'];
 
@@ -122,14 +122,7 @@ export function HooksView({ agents }: { agents: Agent[] }) {
           <input id="hook-name" name="name" />
         </Field>
         <Field id="hook-agent" label="Agent" error={fieldError(error, '/agentId')}>
-          <select id="hook-agent" name="agentId">
-            <option value="">Default agent</option>
-            {agents.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name}
-              </option>
-            ))}
-          </select>
+          <AgentSelect id="hook-agent" name="agentId" agents={agents} withDefault />
         </Field>
         <Field id="hook-template" label="Task template" error={fieldError(error, '/taskTemplate')} hint="placeholders: {{payload.<path>}}, {{hook.name}}, {{delivery.id}}">
           <textarea id="hook-template" name="taskTemplate" rows={3} defaultValue="A {{payload.event}} arrived for {{payload.repository}}. Summarise it." />

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, type LiveConnection, type VigilEvent } from './api.js';
+import { ApiError, type Agent, type LiveConnection, type VigilEvent } from './api.js';
 
 /** A clock that ticks every second, for countdowns. */
 export function useNow(intervalMs = 1000): number {
@@ -79,4 +79,32 @@ export function JsonBlock({ value, className }: { value: unknown; className?: st
 
 export function formatTime(iso: string): string {
   return new Date(iso).toLocaleString();
+}
+
+/** A choice of agent; with `withDefault`, a first empty option for the default agent. */
+export function AgentSelect({
+  id,
+  agents,
+  withDefault,
+  name,
+  value,
+  onChange,
+}: {
+  id: string;
+  agents: Agent[];
+  withDefault?: boolean;
+  name?: string;
+  value?: string;
+  onChange?: (agentId: string) => void;
+}) {
+  return (
+    <select id={id} name={name} {...(value !== undefined ? { value } : {})} {...(onChange ? { onChange: (event) => onChange(event.target.value) } : {})}>
+      {withDefault && <option value="">Default agent</option>}
+      {agents.map((agent) => (
+        <option key={agent.id} value={agent.id}>
+          {agent.name}
+        </option>
+      ))}
+    </select>
+  );
 }
