@@ -33,7 +33,7 @@ export const NONCE_PLACEHOLDER = 'nonce-not-stored______';
 export interface RecordedEnvelope {
   /** Whether this run's model calls carried an envelope (its trigger's policy). */
   shown: boolean;
-  /** `{"vigil_meta":{…}}` as the model read it, the nonce replaced; null when not shown. */
+  /** The envelope message (ENVELOPE_KEY and the meta) as the model read it, the nonce replaced; null when not shown. */
   json: string | null;
   bytes: number;
   stage: EnvelopeStage | null;
