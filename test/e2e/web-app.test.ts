@@ -610,6 +610,22 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('at 375 px, a pending approval in its thread and the inspector (runs, envelope, next call) have no serious axe violations and fit the width', async () => {
+      const threadId = (await withTools.request('POST', '/api/threads', { body: { agentId: 'careful', title: 'Phone approval' } })).body.id as string;
+      expect((await withTools.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Remember that I like tea' } })).status).toBe(200);
+      const page = await openOn(375, `#chat/${threadId}`);
+      await page.getByRole('region', { name: 'Waiting for your approval' }).getByRole('article', { name: 'Run tool memory_write?' }).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      await page.getByRole('button', { name: 'Inspector', exact: true }).click();
+      const inspector = page.getByRole('complementary', { name: 'Inspector' });
+      await inspector.getByRole('table', { name: 'Tokens per part of the next model call' }).waitFor();
+      await inspector.locator('li.run').first().getByText('Envelope the model read').click();
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      await page.close();
+    });
+
     it('the inbox at 375 px: reject with a message; a second decision on it is refused with 409, shown plainly', async () => {
       const threadId = (await withTools.request('POST', '/api/threads', { body: { agentId: 'careful', title: 'Coffee' } })).body.id as string;
       expect((await withTools.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Remember that I like coffee' } })).status).toBe(200);
