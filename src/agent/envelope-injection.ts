@@ -3,7 +3,7 @@ import { buildEnvelope, type Envelope } from '../domain/envelope/build-envelope.
 import { envelopeMessageFields, hasEnvelopeMarker, placeEnvelope, withSystemPromptRule } from '../domain/envelope/envelope-marker.js';
 import { memoryDataBlock, type RecalledMemoryData } from '../domain/recalled-memories.js';
 import { isSynthetic } from '../domain/message-metadata.js';
-import type { RunTrigger } from '../domain/run-context.js';
+import { ENVELOPE_VISIBILITY } from '../domain/envelope/envelope-visibility.js';
 import type { ActiveRunSettings } from './run-settings.js';
 
 /**
@@ -23,27 +23,7 @@ import type { ActiveRunSettings } from './run-settings.js';
  *   in a run with one.
  */
 
-/**
- * Whether the model sees the envelope, per trigger:
- * - cron, webhook, channel, heartbeat: yes. Nobody is in the conversation to explain why
- *   the run happens; the envelope is how the model learns it (be concise on a schedule,
- *   treat a webhook as an outside event, a Telegram group as a group).
- * - user: no. A person is talking, their message is the context; an envelope on every
- *   turn would cost tokens and tell the model nothing it needs.
- * - autonomy: no. Idle follow-ups keep seed 000's natural prompts, so that no
- *   meta-commentary ("as a scheduled follow-up…") leaks into a reply a person reads.
- * The run record keeps the meta of every run, shown or not.
- */
-export const ENVELOPE_VISIBILITY: Readonly<Record<RunTrigger, boolean>> = Object.freeze({
-  user: false,
-  autonomy: false,
-  cron: true,
-  webhook: true,
-  channel: true,
-  heartbeat: true,
-  // The agent set it itself: the envelope tells it why and when (its prompt stays internal).
-  check_in: true,
-});
+export { ENVELOPE_VISIBILITY } from '../domain/envelope/envelope-visibility.js';
 
 export interface ModelInput {
   messages: BaseMessage[];

@@ -10,6 +10,8 @@ export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearl
 export interface DefaultAgentTemplate {
   name: string;
   settings: Record<string, unknown>;
+  /** Agents created beside the default one, the first time it is created. */
+  companions?: Array<Pick<CreateAgentInput, 'id' | 'name' | 'kind' | 'systemPrompt'>>;
 }
 
 const PLAIN_DEFAULT: DefaultAgentTemplate = { name: 'Default agent', settings: {} };
@@ -30,8 +32,15 @@ export function demoDefaultAgent(): DefaultAgentTemplate {
     minDelayMs: delay,
     maxPerSilence: 2,
   });
-  return { name: `Demo agent (follows up after ${DEMO_FOLLOW_UP_SECONDS} s)`, settings: { [AUTONOMY_SETTINGS_KEY]: policy } };
+  return {
+    name: `Demo agent (follows up after ${DEMO_FOLLOW_UP_SECONDS} s)`,
+    settings: { [AUTONOMY_SETTINGS_KEY]: policy },
+    // A planner beside it, so the plan view comes alive offline too (the demo model plans a short scripted plan).
+    companions: [{ id: DEMO_PLANNER_ID, name: 'Demo planner (runs a short scripted plan)', kind: 'planner', systemPrompt: DEFAULT_SYSTEM_PROMPT }],
+  };
 }
+
+export const DEMO_PLANNER_ID = 'demo-planner';
 
 export interface CreateAgentInput {
   id: string;
@@ -109,8 +118,13 @@ export class AgentService {
     const existing = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);
     if (existing) return existing;
     try {
-      const { name, settings } = this.defaultAgent;
-      return await this.create(userId, { id: DEFAULT_AGENT_ID, name, kind: 'chat', systemPrompt: DEFAULT_SYSTEM_PROMPT, model: null, settings });
+      const { name, settings, companions = [] } = this.defaultAgent;
+      const created = await this.create(userId, { id: DEFAULT_AGENT_ID, name, kind: 'chat', systemPrompt: DEFAULT_SYSTEM_PROMPT, model: null, settings });
+      for (const companion of companions) {
+        // The person may have made an agent with this id already (theirs stays), or a concurrent first request made it.
+        if (!(await this.storage.agents.get(userId, companion.id))) await this.create(userId, { ...companion, model: null, settings: {} }).catch(() => undefined);
+      }
+      return created;
     } catch (error) {
       // Two first requests raced: the other one created it.
       const created = await this.storage.agents.get(userId, DEFAULT_AGENT_ID);

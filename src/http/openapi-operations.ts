@@ -51,6 +51,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /api/hooks': { id: 'createHook', summary: 'Create a webhook (its secret is shown once)' },
   'GET /api/hooks': { id: 'listHooks', summary: 'List your webhooks' },
   'GET /api/hooks/{hookId}': { id: 'getHook', summary: 'Get a webhook' },
+  'GET /api/hooks/{hookId}/deliveries': { id: 'listHookDeliveries', summary: "A webhook's accepted deliveries and their runs" },
   'DELETE /api/hooks/{hookId}': { id: 'deleteHook', summary: 'Delete a webhook' },
   'POST /api/hooks/{hookId}': { id: 'deliverHook', summary: 'A signed webhook delivery', public: true, errors: [401, 409] },
   'GET /api/threads/{threadId}/plans': { id: 'listThreadPlans', summary: "A thread's plans, newest first" },

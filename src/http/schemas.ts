@@ -6,6 +6,7 @@ import { storedToolCallViews } from '../domain/tools/tool-call-view.js';
 import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 import type { ContextReport } from '../domain/context/context-report.js';
 import { summaryCoverageSchema } from '../domain/context/conversation-summary.js';
+import { recordedEnvelope } from '../domain/envelope/envelope-visibility.js';
 
 /**
  * Every request shape is a strict zod object: unknown fields are refused, so a client
@@ -121,6 +122,14 @@ export const runDto = z.object({
   requestedAt: z.string(),
   startedAt: z.string(),
   endedAt: z.string().nullable(),
+  envelope: z
+    .object({
+      shown: z.boolean().describe("whether the run's model calls carried an envelope (cron, webhook, channel, heartbeat, check-in)"),
+      json: z.string().nullable().describe('the envelope message as the model read it, rebuilt from the redacted meta; the run nonce is not stored and shows as a stand-in'),
+      bytes: z.number().int(),
+      stage: z.string().nullable().describe('full, strings_cut, keys_dropped or stub'),
+    })
+    .describe('the envelope the model received (I4)'),
 });
 export const memoryDto = z.object({ id: z.string(), agentId: z.string(), content: z.string(), createdAt: z.string(), score: z.number().optional() });
 
@@ -177,6 +186,7 @@ export function toRunDto(run: RunRecord): z.infer<typeof runDto> {
     requestedAt: run.requestedAt,
     startedAt: run.startedAt,
     endedAt: run.endedAt,
+    envelope: recordedEnvelope(run.trigger, run.meta),
   };
 }
 

@@ -1,9 +1,13 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import AxeBuilder from '@axe-core/playwright';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
 import { DemoChatModel } from '../../src/adapters/llm/demo-chat-model.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
+import { NONCE_PLACEHOLDER } from '../../src/domain/envelope/envelope-visibility.js';
+import { ScriptedOpenAiServer, type RecordedRequest } from '../helpers/openai-server.js';
 import { buildWebApp } from '../../web/build-if-stale.mjs';
 import { browserAvailable, launchBrowser } from '../helpers/browser.js';
 import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
@@ -12,6 +16,7 @@ import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-se
 import { waitFor } from '../helpers/wait-for.js';
 
 type Json = Record<string, any>;
+const execFileAsync = promisify(execFile);
 
 /** Follow-ups a second after the agent's reply, so a test sees one arrive. */
 const quickFollowUps = (delayMs: number): Json => ({
@@ -148,8 +153,37 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const inspector = page.getByRole('complementary', { name: 'Inspector' });
     const run = inspector.locator('li.run').filter({ hasText: 'cron' });
     await run.getByText('Envelope and meta').click();
-    const envelope = (await run.locator('pre').textContent()) ?? '';
+    const envelope = (await run.locator('details.meta pre').textContent()) ?? '';
     expect(JSON.parse(envelope)).toMatchObject({ trigger: 'cron', meta: { schedule_id: created.body.id, scheduled_for_utc: at } });
+    // I4: the envelope exactly as the model read it (the unstored nonce shown as a stand-in).
+    await run.getByText('Envelope the model read').click();
+    const read = JSON.parse((await run.locator('details.envelope pre').textContent()) ?? '') as Json;
+    expect(read).toEqual({ vigil_meta: expect.objectContaining({ trigger: 'cron', schedule_id: created.body.id, scheduled_for_utc: at, nonce: NONCE_PLACEHOLDER }) });
+    const recorded = (await server.request('GET', `/api/threads/${threadId}/runs`)).body.runs.find((candidate: Json) => candidate.trigger === 'cron');
+    expect(read).toEqual(JSON.parse(recorded.envelope.json));
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('the inspector shows what the next model call receives, part by part with token counts, as the API reports it', async () => {
+    const threadId = await apiThread({ title: 'Context' });
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'What goes into your context?' } })).status).toBe(200);
+    const context = (await server.request('GET', `/api/threads/${threadId}/context`)).body as Json;
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    const section = page.getByRole('region', { name: 'Next model call' });
+    const table = section.getByRole('table', { name: 'Tokens per part of the next model call' });
+    await table.waitFor();
+    const cell = (part: string) => table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: part }) }).getByRole('cell');
+    await expect(cell('System prompt').textContent()).resolves.toBe(String(context.system.tokens));
+    await expect(cell('Envelope').textContent()).resolves.toBe('none');
+    await expect(cell(`Messages (${context.messages.window.length} of ${context.messages.inThread})`).textContent()).resolves.toBe(String(context.messages.tokens));
+    await expect(section.textContent()).resolves.toContain(`${context.inputTokens} of ${context.budget.inputLimit} input tokens`);
+    // "Inspect" on the reply opens its run, focused, its envelope shown: a person's run reached the model without one.
+    await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant').getByRole('button', { name: /^Inspect/ }).click();
+    const run = page.getByRole('complementary', { name: 'Inspector' }).locator('li.run.focused');
+    await run.getByText('None: user runs reach the model without an envelope').waitFor();
+    await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === (await run.getAttribute('id')), 5_000, 'the run to take focus');
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   });
@@ -175,12 +209,67 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     expect(secret.length).toBeGreaterThan(16);
     const curl = await page.getByLabel('Signed curl example').inputValue();
     expect(curl).toContain(secret);
-    expect(curl).toContain('x-vigil-signature: sha256=');
+    expect(curl).toContain('webhook-signature: v1,');
     const hooks = (await server.request('GET', '/api/hooks')).body.hooks as Json[];
     const hook = hooks.find((candidate) => candidate.name === 'github push');
     expect(hook).toBeDefined();
     expect(curl).toContain(`${server.url}/api/hooks/${hook!.id}`);
     expect(JSON.stringify(hook)).not.toContain(secret); // shown once: the API never returns it again
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('the copyable signed curl example delivers; the delivery is then listed under its webhook with its run', async () => {
+    const page = await signedIn(ALICE.token, 1440, '#webhooks');
+    await page.getByLabel('Name').fill('deploys');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const curl = await page.getByLabel('Signed curl example').inputValue();
+    // The example as a person would paste it into a shell (bash, openssl, curl).
+    const { stdout } = await execFileAsync('bash', ['-c', curl]);
+    const accepted = JSON.parse(stdout) as Json;
+    expect(accepted).toMatchObject({ runId: expect.any(String), threadId: expect.any(String), deliveryId: expect.stringMatching(/^msg_/) });
+    await waitFor(async () => (await server.request('GET', `/api/runs/${accepted.runId}`)).body.status === 'succeeded', 10_000, 'the delivery\'s run');
+    const card = page.locator('li.card').filter({ has: page.getByRole('heading', { name: 'deploys' }) });
+    await card.getByText('Deliveries of deploys').click();
+    const table = card.getByRole('table', { name: 'Deliveries of deploys, newest first' });
+    await table.waitFor();
+    const row = table.getByRole('row').filter({ hasText: accepted.deliveryId });
+    await expect(row.getByRole('link', { name: 'succeeded' }).getAttribute('href')).resolves.toBe(`#chat/${accepted.threadId}`);
+    expect(await seriousViolations(page)).toEqual([]);
+    // The run link opens the webhook's thread, its reply marked with why it happened.
+    await row.getByRole('link', { name: 'succeeded' }).click();
+    await expect(page.getByRole('log', { name: 'Conversation' }).locator('article.autonomous .why').first().textContent()).resolves.toBe('webhook: deploys');
+    await page.close();
+  });
+
+  it('a plan runs live with the demo model: milestones, tool calls and critic verdicts appear in the inspector while it runs', async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'demo-planner', name: 'Demo planner', kind: 'planner', model: 'demo' } })).status).toBe(201);
+    const threadId = await apiThread({ agentId: 'demo-planner', title: 'Demo plan' });
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    const plans = page.getByRole('region', { name: 'Plans' });
+    // Record every state of the plan tree as it renders, to see it change while the run goes.
+    await page.evaluate(`(() => {
+      window.__planStates = [];
+      new MutationObserver(() => {
+        const tree = document.querySelector('#inspector .plan');
+        if (tree) window.__planStates.push(tree.textContent);
+      }).observe(document.querySelector('#inspector'), { childList: true, subtree: true, characterData: true });
+    })()`);
+    await page.getByRole('textbox', { name: 'Message' }).fill('Plan my Saturday');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await plans.getByText(/Answer "Plan my Saturday" \(a demo plan\) · completed/).waitFor({ timeout: 20_000 });
+    const text = (await plans.textContent()) ?? '';
+    expect(text).toContain('Check the clock · completed');
+    expect(text).toContain('Note the request · completed');
+    expect(text).toContain('critic: approve');
+    expect(text).toContain('tool current_time · succeeded');
+    expect(text).toContain('tool memory_write · succeeded');
+    const states = (await page.evaluate('window.__planStates')) as string[];
+    expect(states.some((state) => state.includes('· active') || state.includes('· planning'))).toBe(true); // seen before it ended
+    const reply = page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)');
+    await expect(reply.textContent()).resolves.toContain('I worked through a plan for: Answer "Plan my Saturday"');
+    expect(await page.getByRole('log', { name: 'Conversation' }).textContent()).not.toContain('"milestones"'); // no planner JSON shown to the person
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   });
@@ -325,7 +414,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.getByRole('button', { name: 'Threads' }).click();
     await page.getByRole('button', { name: 'New thread' }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    for (const view of ['Agents', 'Schedules', 'Webhooks', 'Memory']) {
+    for (const view of ['Approvals', 'Agents', 'Schedules', 'Webhooks', 'Memory']) {
       await page.getByRole('link', { name: view }).click();
       await page.getByRole('heading', { level: 1, name: view }).waitFor();
       expect(await seriousViolations(page), view).toEqual([]);
@@ -437,6 +526,126 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       expect(text).toContain('critic: approve');
       expect(text).toContain('tool current_time · succeeded');
       expect(text).toContain('tool memory_write · succeeded');
+      await page.close();
+    });
+  });
+  describe('approvals', () => {
+    let model: ScriptedOpenAiServer;
+    let withTools: TestServer;
+    const toolResults = (request: RecordedRequest) => request.messages.filter((message) => message.role === 'tool');
+
+    beforeAll(async () => {
+      // A real ChatOpenAI against the scripted OpenAI-compatible server: the model asks for memory_write, then answers from the tool's result.
+      model = await ScriptedOpenAiServer.start();
+      model.respondWith((request) => {
+        const [result] = toolResults(request);
+        if (result) return { text: `Done: ${String(result.content).slice(0, 60)}` };
+        const asked = JSON.stringify(request.messages.at(-1)?.content ?? '');
+        return { toolCalls: [{ id: `call_${request.index}`, name: 'memory_write', arguments: { content: asked.includes('tea') ? 'Likes green tea' : 'Likes coffee' } }] };
+      });
+      withTools = await startTestServer({ kind: 'sqlite' }, { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } });
+      const agent = await withTools.request('POST', '/api/agents', { body: { id: 'careful', name: 'Careful', tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 600_000 } } } } });
+      expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+    });
+    afterAll(async () => {
+      await withTools?.destroy();
+      await model?.close();
+    });
+
+    async function openOn(width: number, hash: string, options: { fakeClock?: boolean } = {}): Promise<Page> {
+      const context = await browser.newContext({ viewport: { width, height: 900 } });
+      await context.addInitScript((token) => localStorage.setItem('vigil.token', token), ALICE.token);
+      const page = await context.newPage();
+      page.on('close', () => void context.close().catch(() => undefined));
+      if (options.fakeClock) await page.clock.install(); // the page's timers run only as the test lets them
+      await page.goto(`${withTools.url}/${hash}`);
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+      return page;
+    }
+
+    it('I16: a pending tool call shows in its thread and in the inbox; a refused edit says why; approving runs the tool once and the reply arrives live', async () => {
+      const threadId = (await withTools.request('POST', '/api/threads', { body: { agentId: 'careful', title: 'Tea' } })).body.id as string;
+      const page = await openOn(1440, `#chat/${threadId}`);
+      await page.getByRole('textbox', { name: 'Message' }).fill('Remember that I like tea');
+      await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+      const waiting = page.getByRole('region', { name: 'Waiting for your approval' });
+      const card = waiting.getByRole('article', { name: 'Run tool memory_write?' });
+      await card.waitFor({ timeout: 20_000 });
+      await expect(card.locator('pre').textContent()).resolves.toContain('Likes green tea');
+      await expect(card.locator('.countdown').textContent()).resolves.toMatch(/^(9|10) min \d+ s$/);
+      const [pending] = (await withTools.request('GET', `/api/approvals?threadId=${threadId}`)).body.approvals as Json[];
+      expect(pending).toMatchObject({ status: 'pending', tool: 'memory_write' });
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Approvals 1 waiting' }).waitFor(); // the nav counts what waits
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // An edit the tool's schema refuses: the server's 400 shows, and nothing is decided.
+      await card.getByRole('button', { name: 'Edit arguments' }).click();
+      await card.getByLabel('Edited arguments (JSON)').fill('{"content": ""}');
+      await card.getByRole('button', { name: 'Approve with these arguments' }).click();
+      await expect(card.getByRole('alert').textContent()).resolves.toContain('APPROVAL_ARGUMENTS_INVALID');
+      expect((await withTools.request('GET', `/api/approvals/${pending!.id}`)).body.status).toBe('pending');
+      await card.getByRole('button', { name: 'Cancel' }).click();
+
+      // The inbox lists it too, across threads.
+      await page.getByRole('link', { name: 'Approvals' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Approvals' }).waitFor();
+      const inboxCard = page.getByRole('article', { name: 'Run tool memory_write?' });
+      await inboxCard.waitFor();
+      await expect(inboxCard.getByRole('link', { name: 'Open the thread' }).getAttribute('href')).resolves.toBe(`#chat/${threadId}`);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // Back in the thread, by keyboard: Approve.
+      await inboxCard.getByRole('link', { name: 'Open the thread' }).click();
+      const approve = page.getByRole('region', { name: 'Waiting for your approval' }).getByRole('button', { name: 'Approve', exact: true });
+      await approve.focus();
+      await page.keyboard.press('Enter');
+      const reply = page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)').filter({ hasText: 'Done:' });
+      await reply.waitFor({ timeout: 20_000 });
+      await page.getByRole('region', { name: 'Waiting for your approval' }).waitFor({ state: 'detached' });
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Approvals', exact: true }).waitFor();
+      const decided = (await withTools.request('GET', `/api/approvals/${pending!.id}`)).body;
+      expect(decided).toMatchObject({ status: 'approved', channel: 'api', executed: true });
+      const memories = (await withTools.request('GET', '/api/agents/careful/memories')).body.memories as Json[];
+      expect(memories.map((memory) => memory.content)).toEqual(['Likes green tea']);
+      await page.close();
+    });
+
+    it('at 375 px, a pending approval in its thread and the inspector (runs, envelope, next call) have no serious axe violations and fit the width', async () => {
+      const threadId = (await withTools.request('POST', '/api/threads', { body: { agentId: 'careful', title: 'Phone approval' } })).body.id as string;
+      expect((await withTools.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Remember that I like tea' } })).status).toBe(200);
+      const page = await openOn(375, `#chat/${threadId}`);
+      await page.getByRole('region', { name: 'Waiting for your approval' }).getByRole('article', { name: 'Run tool memory_write?' }).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      await page.getByRole('button', { name: 'Inspector', exact: true }).click();
+      const inspector = page.getByRole('complementary', { name: 'Inspector' });
+      await inspector.getByRole('table', { name: 'Tokens per part of the next model call' }).waitFor();
+      await inspector.locator('li.run').first().getByText('Envelope the model read').click();
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      await page.close();
+    });
+
+    it('the inbox at 375 px: reject with a message; a second decision on it is refused with 409, shown plainly', async () => {
+      const threadId = (await withTools.request('POST', '/api/threads', { body: { agentId: 'careful', title: 'Coffee' } })).body.id as string;
+      expect((await withTools.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Remember that I like coffee' } })).status).toBe(200);
+      const [pending] = (await withTools.request('GET', `/api/approvals?threadId=${threadId}&status=pending`)).body.approvals as Json[];
+      expect(pending).toBeDefined();
+      const page = await openOn(375, '#approvals', { fakeClock: true });
+      const card = page.locator(`[data-approval-id="${pending!.id}"]`);
+      await card.waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      // Someone else approves first (another tab, Telegram) while this page's inbox has not polled again: it still shows the request pending.
+      await page.clock.pauseAt(new Date(Date.now() + 1000));
+      expect((await withTools.request('POST', `/api/approvals/${pending!.id}/decision`, { body: { decision: 'approve' } })).status).toBe(200);
+      await card.getByRole('button', { name: 'Reject' }).click();
+      await card.getByLabel('Message for the agent (optional)').fill('Not now');
+      await card.getByRole('button', { name: 'Reject with message' }).click();
+      const alert = page.getByRole('alert').filter({ hasText: 'APPROVAL_ALREADY_DECIDED' });
+      await alert.waitFor();
+      await expect(alert.textContent()).resolves.toContain('decided first');
+      expect((await withTools.request('GET', `/api/approvals/${pending!.id}`)).body.status).toBe('approved');
       await page.close();
     });
   });

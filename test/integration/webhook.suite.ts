@@ -6,7 +6,8 @@ import type { HookTables } from '../../src/adapters/sql/hook-tables.js';
 import { Webhook } from 'standardwebhooks';
 import { signedHeaders } from '../helpers/webhook-signing.js';
 import { ENVELOPE_KEY } from '../../src/domain/envelope/build-envelope.js';
-import { ENVELOPE_KWARG, systemPromptRule } from '../../src/domain/envelope/envelope-marker.js';
+import { ENVELOPE_KWARG, newRunNonce, systemPromptRule } from '../../src/domain/envelope/envelope-marker.js';
+import { NONCE_PLACEHOLDER } from '../../src/domain/envelope/envelope-visibility.js';
 import { RecordingModel } from '../helpers/recording-model.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 
@@ -194,6 +195,10 @@ export function webhookSuite(backend: () => Backend): void {
       const body = (JSON.parse(String(envelopes[0]!.content)) as Record<string, Record<string, unknown>>)[ENVELOPE_KEY]!;
       expect(body).toMatchObject({ trigger: 'webhook', hook_id: hook.id, delivery_id: deliveryId, run_id: run!.id });
       expect(String(seen[0]?.content)).toContain(systemPromptRule(String(body.nonce)));
+      // I4: the run record shows the envelope exactly as the model read it, the unstored nonce replaced by a same-length stand-in.
+      expect(NONCE_PLACEHOLDER.length).toBe(newRunNonce().length);
+      const read = String(envelopes[0]!.content);
+      expect(run!.envelope).toEqual({ shown: true, json: read.replace(String(body.nonce), NONCE_PLACEHOLDER), bytes: Buffer.byteLength(read), stage: 'full' });
     });
 
     it('a hook without a thread starts a new thread per delivery', async () => {
@@ -328,6 +333,37 @@ export function webhookSuite(backend: () => Backend): void {
       const accepted = responses.find((response) => response.status === 202)!;
       await runOf(accepted.body.runId);
       expect((await runsOf(threadId)).map((run) => run.id)).toEqual([accepted.body.runId]);
+    });
+
+    it('lists a hook\'s accepted deliveries newest first, each with its run; refused ones are not listed', async () => {
+      const hook = await createHook({});
+      const first = await deliver(hook, { kind: 'first', repo: 'r' }, { deliveryId: `list-a-${randomUUID()}` });
+      const second = await deliver(hook, { kind: 'second', repo: 'r' }, { deliveryId: `list-b-${randomUUID()}` });
+      expect(first.status).toBe(202);
+      expect(second.status).toBe(202);
+      expect((await deliver(hook, { kind: 'forged', repo: 'r' }, { signature: 'v1,AAAA' })).status).toBe(401);
+      await runOf(first.body.runId);
+      await runOf(second.body.runId);
+      const listed = await server.request('GET', `/api/hooks/${hook.id}/deliveries`);
+      expect(listed.status).toBe(200);
+      const deliveries = listed.body.deliveries as Array<Record<string, any>>;
+      // Same-second deliveries may tie on received_at: compare as a set, then check the order by time.
+      expect(deliveries.map((delivery) => delivery.deliveryId).sort()).toEqual([first.body.deliveryId, second.body.deliveryId].sort());
+      expect(Date.parse(deliveries[0]!.receivedAt)).toBeGreaterThanOrEqual(Date.parse(deliveries[1]!.receivedAt));
+      const ofFirst = deliveries.find((delivery) => delivery.deliveryId === first.body.deliveryId);
+      expect(ofFirst).toEqual({ deliveryId: first.body.deliveryId, receivedAt: expect.any(String), runId: first.body.runId, threadId: first.body.threadId, runStatus: 'succeeded', runReason: null });
+      expect((await server.request('GET', `/api/hooks/${hook.id}/deliveries?limit=1`)).body.deliveries).toHaveLength(1);
+      expect((await server.request('GET', `/api/hooks/${hook.id}/deliveries?limit=0`)).status).toBe(400);
+    });
+
+    it('I12: another user gets 404 for a hook\'s deliveries, and sees only their own hook\'s', async () => {
+      const hook = await createHook({});
+      expect((await deliver(hook, { kind: 'private', repo: 'r' })).status).toBe(202);
+      const refused = await server.request('GET', `/api/hooks/${hook.id}/deliveries`, { token: BOB.token });
+      expect(refused.status).toBe(404);
+      expect(refused.body.error.code).toBe('HOOK_NOT_FOUND');
+      const bobHook = await createHook({}, BOB.token);
+      expect((await server.request('GET', `/api/hooks/${bobHook.id}/deliveries`, { token: BOB.token })).body.deliveries).toEqual([]);
     });
 
     it('a hook still verifies its deliveries after a restart (the sealing key persists)', async () => {

@@ -23,7 +23,7 @@ describe('planner structured decisions', () => {
     expect(await decide(model, schema, 'answer', [new HumanMessage('?')], { retries: 2 })).toMatchObject({ ok: true, value: { answer: 42 }, attempts: 1 });
   });
 
-  it('a model without tool calling (the offline demo model) is asked for JSON, and its prose is a malformed answer', async () => {
+  it('a model without tool calling (the offline demo model) is asked for JSON, and an answer that does not fit the schema is malformed', async () => {
     const outcome = await decide(new DemoChatModel(), schema, 'answer', [new HumanMessage('plan my week')], { retries: 1 });
     expect(outcome).toMatchObject({ ok: false, attempts: 2 });
   });

@@ -5,10 +5,12 @@ import { AgentsView } from './agents.js';
 import { SchedulesView } from './schedules.js';
 import { HooksView } from './hooks.js';
 import { MemoryView } from './memory.js';
+import { ApprovalsView, PendingApprovalsBadge } from './approvals.js';
 
-type View = 'chat' | 'agents' | 'schedules' | 'webhooks' | 'memory';
+type View = 'chat' | 'approvals' | 'agents' | 'schedules' | 'webhooks' | 'memory';
 const VIEWS: Array<{ id: View; label: string }> = [
   { id: 'chat', label: 'Chat' },
+  { id: 'approvals', label: 'Approvals' },
   { id: 'agents', label: 'Agents' },
   { id: 'schedules', label: 'Schedules' },
   { id: 'webhooks', label: 'Webhooks' },
@@ -86,6 +88,7 @@ export function App() {
           {VIEWS.map((entry) => (
             <a key={entry.id} href={`#${entry.id}`} aria-current={view === entry.id ? 'page' : undefined}>
               {entry.label}
+              {entry.id === 'approvals' && live && <PendingApprovalsBadge live={live} />}
             </a>
           ))}
         </nav>
@@ -104,6 +107,7 @@ export function App() {
         )}
       </header>
       {view === 'chat' && live && <ChatView agents={agents} live={live} />}
+      {view === 'approvals' && live && <ApprovalsView live={live} />}
       {view === 'agents' && <AgentsView agents={agents} onChange={reloadAgents} />}
       {view === 'schedules' && <SchedulesView agents={agents} />}
       {view === 'webhooks' && <HooksView agents={agents} />}

@@ -1,8 +1,10 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
+import { AgentSelect } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
+import { ThreadApprovals } from './approvals.js';
 
 const SEEN_PREFIX = 'vigil.seen.';
 
@@ -29,6 +31,8 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
   const [names, setNames] = useState<{ schedules: Schedule[]; hooks: Hook[] }>({ schedules: [], hooks: [] });
   const [showThreads, setShowThreads] = useState(false);
   const [showInspector, setShowInspector] = useState(false);
+  /** The run of the reply a person asked about ("Inspect" on a reply): the inspector opens at it. */
+  const [focusRun, setFocusRun] = useState<string | undefined>();
   const [showInternal, setShowInternal] = useState(false);
   const [newAgent, setNewAgent] = useState('');
 
@@ -74,14 +78,7 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
       <aside className={`threads${showThreads ? ' open' : ''}`} aria-label="Threads">
         <div className="new-thread">
           <label htmlFor="new-thread-agent">Agent for a new thread</label>
-          <select id="new-thread-agent" value={newAgent} onChange={(event) => setNewAgent(event.target.value)}>
-            <option value="">Default agent</option>
-            {agents.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name}
-              </option>
-            ))}
-          </select>
+          <AgentSelect id="new-thread-agent" agents={agents} withDefault value={newAgent} onChange={setNewAgent} />
           <button type="button" onClick={() => void create()}>
             New thread
           </button>
@@ -112,13 +109,36 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
           )}
         </div>
         {current ? (
-          <Conversation key={current.id} thread={current} agents={agents} live={live} names={names} showInternal={showInternal} onActivity={reloadThreads} />
+          <Conversation
+            key={current.id}
+            thread={current}
+            agents={agents}
+            live={live}
+            names={names}
+            showInternal={showInternal}
+            onActivity={reloadThreads}
+            onInspect={(runId) => {
+              setFocusRun(runId);
+              setShowInspector(true);
+            }}
+          />
         ) : (
           <p className="hint">Pick a thread or start a new one.</p>
         )}
       </main>
       {current && showInspector && (
-        <Inspector thread={current} live={live} names={names} showInternal={showInternal} onShowInternal={setShowInternal} onClose={() => setShowInspector(false)} />
+        <Inspector
+          thread={current}
+          live={live}
+          names={names}
+          showInternal={showInternal}
+          onShowInternal={setShowInternal}
+          focusRun={focusRun}
+          onClose={() => {
+            setShowInspector(false);
+            setFocusRun(undefined);
+          }}
+        />
       )}
     </div>
   );
@@ -204,6 +224,7 @@ function Conversation({
   names,
   showInternal,
   onActivity,
+  onInspect,
 }: {
   thread: Thread;
   agents: Agent[];
@@ -211,6 +232,7 @@ function Conversation({
   names: { schedules: Schedule[]; hooks: Hook[] };
   showInternal: boolean;
   onActivity: () => void;
+  onInspect: (runId: string) => void;
 }) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [runs, setRuns] = useState<Record<string, Run>>({});
@@ -315,8 +337,18 @@ function Conversation({
                 <span className="who">{internal ? `Internal (${trigger ?? message.role})` : message.role === 'user' ? 'You' : agent?.name ?? 'Agent'}</span>
                 {reason && <span className="why">{reason}</span>}
                 <time dateTime={message.createdAt}>{new Date(message.createdAt).toLocaleTimeString()}</time>
+                {message.role === 'assistant' && message.runId && (
+                  <button type="button" className="small link" aria-label={`Inspect the reply of ${new Date(message.createdAt).toLocaleTimeString()}`} onClick={() => onInspect(message.runId!)}>
+                    Inspect
+                  </button>
+                )}
               </header>
               {message.role === 'user' && !internal ? <p className="plain">{textOf(message.content)}</p> : <Markdown text={textOf(message.content)} />}
+              {message.toolCalls?.map((call) => (
+                <p key={call.id ?? call.name} className="tool-call">
+                  asked to run {call.name}
+                </p>
+              ))}
             </article>
           );
         })}
@@ -333,6 +365,7 @@ function Conversation({
           );
         })}
       </div>
+      <ThreadApprovals threadId={thread.id} live={live} />
       {failure && (
         <div className="failure" role="alert">
           <p>

@@ -1,22 +1,85 @@
 import { useEffect, useState } from 'react';
-import { api, type Agent, type CreatedHook, type Hook } from './api.js';
+import { api, type Agent, type CreatedHook, type Hook, type HookDelivery } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
+import { AgentSelect, ErrorNote, formatTime } from './shared.js';
 
 const PATHS = ['/name', '/taskTemplate', '/agentId', '/payloadFields'];
 
-/** A signed delivery with the tools every shell has: the secret signs "<timestamp>.<body>". */
+/**
+ * A delivery signed per Standard Webhooks with the tools every shell has (bash, openssl,
+ * curl): the key is the base64 part of the secret; the signature covers
+ * "<id>.<timestamp>.<raw body>".
+ */
 export function curlExample(hook: CreatedHook, origin: string): string {
   return [
+    `SECRET='${hook.secret}'`,
     `BODY='{"event":"push","repository":"vigil"}'`,
+    'ID="msg_$(date +%s%N)"',
     'TS=$(date +%s)',
-    `SIG=$(printf '%s.%s' "$TS" "$BODY" | openssl dgst -sha256 -hmac '${hook.secret}' | sed 's/^.* //')`,
-    `curl -X POST '${origin}${hook.deliveryUrl}' \\`,
+    `KEY=$(printf '%s' "\${SECRET#whsec_}" | base64 -d | od -An -v -tx1 | tr -d ' \\n')`,
+    `SIG=$(printf '%s.%s.%s' "$ID" "$TS" "$BODY" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$KEY" -binary | base64)`,
+    `curl -sS -X POST '${origin}${hook.deliveryUrl}' \\`,
     `  -H 'content-type: application/json' \\`,
-    `  -H "x-vigil-timestamp: $TS" \\`,
-    `  -H "x-vigil-delivery: $(date +%s%N)" \\`,
-    `  -H "x-vigil-signature: sha256=$SIG" \\`,
+    `  -H "webhook-id: $ID" \\`,
+    `  -H "webhook-timestamp: $TS" \\`,
+    `  -H "webhook-signature: v1,$SIG" \\`,
     `  -d "$BODY"`,
   ].join('\n');
+}
+
+/** A hook's accepted deliveries, each with the run it started; loaded when opened. */
+function HookDeliveries({ hook }: { hook: Hook }) {
+  const [deliveries, setDeliveries] = useState<HookDelivery[] | undefined>();
+  const [error, setError] = useState<unknown>();
+  const load = async () => {
+    try {
+      setDeliveries((await api<{ deliveries: HookDelivery[] }>('GET', `/api/hooks/${hook.id}/deliveries?limit=50`)).deliveries);
+      setError(undefined);
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+  return (
+    <details
+      className="deliveries"
+      onToggle={(event) => {
+        if ((event.currentTarget as HTMLDetailsElement).open) void load();
+      }}
+    >
+      <summary>Deliveries of {hook.name}</summary>
+      <ErrorNote error={error} />
+      {deliveries && deliveries.length === 0 && <p className="muted">No deliveries yet.</p>}
+      {deliveries && deliveries.length > 0 && (
+        <table className="delivery-table">
+          <caption className="visually-hidden">Deliveries of {hook.name}, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Received</th>
+              <th scope="col">Delivery id</th>
+              <th scope="col">Run</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.map((delivery) => (
+              <tr key={delivery.deliveryId}>
+                <td>{formatTime(delivery.receivedAt)}</td>
+                <td>
+                  <code>{delivery.deliveryId}</code>
+                </td>
+                <td>
+                  {delivery.threadId ? <a href={`#chat/${encodeURIComponent(delivery.threadId)}`}>{delivery.runStatus ?? 'starting'}</a> : (delivery.runStatus ?? 'starting')}
+                  {delivery.runReason ? <span className="muted"> ({delivery.runReason})</span> : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <button type="button" className="small secondary" onClick={() => void load()}>
+        Refresh deliveries
+      </button>
+    </details>
+  );
 }
 
 export function HooksView({ agents }: { agents: Agent[] }) {
@@ -59,14 +122,7 @@ export function HooksView({ agents }: { agents: Agent[] }) {
           <input id="hook-name" name="name" />
         </Field>
         <Field id="hook-agent" label="Agent" error={fieldError(error, '/agentId')}>
-          <select id="hook-agent" name="agentId">
-            <option value="">Default agent</option>
-            {agents.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name}
-              </option>
-            ))}
-          </select>
+          <AgentSelect id="hook-agent" name="agentId" agents={agents} withDefault />
         </Field>
         <Field id="hook-template" label="Task template" error={fieldError(error, '/taskTemplate')} hint="placeholders: {{payload.<path>}}, {{hook.name}}, {{delivery.id}}">
           <textarea id="hook-template" name="taskTemplate" rows={3} defaultValue="A {{payload.event}} arrived for {{payload.repository}}. Summarise it." />
@@ -81,7 +137,7 @@ export function HooksView({ agents }: { agents: Agent[] }) {
             <code data-testid="hook-secret">{created.secret}</code>
           </p>
           <label htmlFor="curl-example">Signed curl example</label>
-          <textarea id="curl-example" readOnly rows={9} value={example} />
+          <textarea id="curl-example" readOnly rows={12} value={example} />
           <button
             type="button"
             onClick={async () => {
@@ -103,6 +159,7 @@ export function HooksView({ agents }: { agents: Agent[] }) {
               POST {hook.deliveryUrl} · {hook.agentId}
             </p>
             <p>{hook.taskTemplate}</p>
+            <HookDeliveries hook={hook} />
             <button
               type="button"
               className="danger"

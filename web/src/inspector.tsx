@@ -1,19 +1,13 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, type AutonomyPolicy, type Hook, type LiveConnection, type Run, type Schedule, type Thread, type ThreadAutonomy } from './api.js';
+import { api, type AutonomyPolicy, type Hook, type LiveConnection, type Run, type Schedule, type Thread, type ThreadAutonomy, type ThreadContext } from './api.js';
 import { PlansSection } from './plans.js';
+import { countdown, JsonBlock, useLiveLoad, useNow } from './shared.js';
 import { whyOf } from './why.js';
 
 function duration(run: Run): string {
   if (!run.endedAt) return 'running';
   const ms = Date.parse(run.endedAt) - Date.parse(run.startedAt);
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
-
-function countdown(dueAt: string, now: number): string {
-  const seconds = Math.max(0, Math.round((Date.parse(dueAt) - now) / 1000));
-  if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.floor(seconds / 60);
-  return minutes < 60 ? `${minutes} min ${seconds % 60} s` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
 /** Per thread: why things happened (runs with their meta), what will happen (timers), and the limits on it. */
@@ -24,6 +18,7 @@ export function Inspector({
   showInternal,
   onShowInternal,
   onClose,
+  focusRun,
 }: {
   thread: Thread;
   live: LiveConnection;
@@ -31,11 +26,13 @@ export function Inspector({
   showInternal: boolean;
   onShowInternal: (value: boolean) => void;
   onClose: () => void;
+  /** A run to open at: its envelope shown, scrolled to and focused. */
+  focusRun?: string | undefined;
 }) {
   const [runs, setRuns] = useState<Run[]>([]);
   const [autonomy, setAutonomy] = useState<ThreadAutonomy | undefined>();
   const [policy, setPolicy] = useState<AutonomyPolicy | undefined>();
-  const [now, setNow] = useState(Date.now());
+  const now = useNow();
 
   const load = useCallback(async () => {
     const [runList, status, agentPolicy] = await Promise.all([
@@ -48,17 +45,17 @@ export function Inspector({
     setPolicy(agentPolicy?.policy);
   }, [thread.id, thread.agentId]);
 
+  useLiveLoad(live, load, { threadId: thread.id, types: ['timer.', 'run.'] });
+
+  const focusLoaded = runs.some((run) => run.id === focusRun);
   useEffect(() => {
-    void load();
-    const off = live.on((event) => {
-      if ('threadId' in event && event.threadId === thread.id && (event.type.startsWith('timer.') || event.type.startsWith('run.'))) void load();
-    });
-    const tick = setInterval(() => setNow(Date.now()), 1000);
-    return () => {
-      off();
-      clearInterval(tick);
-    };
-  }, [load, live, thread.id]);
+    if (!focusRun || !focusLoaded) return;
+    const item = document.getElementById(`run-${focusRun}`);
+    const envelope = item?.querySelector<HTMLDetailsElement>('details.envelope');
+    if (envelope) envelope.open = true;
+    item?.scrollIntoView({ block: 'nearest' });
+    item?.focus();
+  }, [focusRun, focusLoaded]);
 
   return (
     <aside id="inspector" className="inspector" aria-label="Inspector">
@@ -128,11 +125,13 @@ export function Inspector({
 
       <PlansSection threadId={thread.id} live={live} />
 
+      <NextCallSection threadId={thread.id} live={live} />
+
       <section aria-labelledby="runs-heading">
         <h3 id="runs-heading">Runs</h3>
         <ol className="runs">
           {runs.map((run) => (
-            <li key={run.id} className={`run ${run.status}`}>
+            <li key={run.id} id={`run-${run.id}`} tabIndex={-1} className={`run ${run.status}${run.id === focusRun ? ' focused' : ''}`}>
               <div>
                 <strong>{run.trigger}</strong> · {run.status} · {duration(run)}
                 {whyOf(run, names) && <span className="why">{whyOf(run, names)}</span>}
@@ -143,14 +142,101 @@ export function Inspector({
                 </p>
               )}
               {run.reason && <p className="muted">{run.reason}</p>}
-              <details>
+              <details className="envelope">
+                <summary>Envelope the model read</summary>
+                {run.envelope.shown && run.envelope.json ? (
+                  <>
+                    <p className="muted">
+                      {run.envelope.bytes} bytes of 4096 · {run.envelope.stage === 'full' ? 'complete' : `cut to fit (${run.envelope.stage})`} · the run nonce is not stored and shows as a stand-in
+                    </p>
+                    <JsonBlock value={run.envelope.json} />
+                  </>
+                ) : (
+                  <p className="muted">None: {run.trigger} runs reach the model without an envelope (the message itself is the context).</p>
+                )}
+              </details>
+              <details className="meta">
                 <summary>Envelope and meta</summary>
-                <pre>{JSON.stringify({ trigger: run.trigger, meta: run.meta, model: run.model, correlationId: run.correlationId, requestedAt: run.requestedAt, startedAt: run.startedAt, endedAt: run.endedAt }, null, 2)}</pre>
+                <JsonBlock value={{ trigger: run.trigger, meta: run.meta, model: run.model, correlationId: run.correlationId, requestedAt: run.requestedAt, startedAt: run.startedAt, endedAt: run.endedAt }} />
               </details>
             </li>
           ))}
         </ol>
       </section>
     </aside>
+  );
+}
+
+/**
+ * What the next model call on the thread would receive (I14), part by part with token
+ * counts: the system prompt, the envelope (built per run), the summary standing in for
+ * older messages, and the recent messages that fit. History keeps every message.
+ */
+function NextCallSection({ threadId, live }: { threadId: string; live: LiveConnection }) {
+  const [context, setContext] = useState<ThreadContext | undefined>();
+  const load = useCallback(async () => setContext(await api<ThreadContext>('GET', `/api/threads/${threadId}/context`).catch(() => undefined)), [threadId]);
+  useLiveLoad(live, load, { threadId, types: ['run.end'] });
+  if (!context) return null;
+  const { budget, system, envelope, summary, messages } = context;
+  return (
+    <section aria-labelledby="context-heading" className="next-call">
+      <h3 id="context-heading">Next model call</h3>
+      <p className="muted">
+        {context.inputTokens} of {budget.inputLimit} input tokens ({budget.maxTokens} in the window from {budget.source.replace('_', ' ')}, {budget.answerTokens} kept for the answer)
+      </p>
+      <table className="context-parts">
+        <caption className="visually-hidden">Tokens per part of the next model call</caption>
+        <thead>
+          <tr>
+            <th scope="col">Part</th>
+            <th scope="col">Tokens</th>
+          </tr>
+        </thead>
+        <tbody>
+          <tr>
+            <th scope="row">System prompt</th>
+            <td>{system.tokens}</td>
+          </tr>
+          <tr>
+            <th scope="row">Envelope</th>
+            <td>{envelope.shown ? envelope.tokens : 'none'}</td>
+          </tr>
+          <tr>
+            <th scope="row">Summary{summary?.coverage ? ` (covers ${summary.coverage.messageCount} messages)` : ''}</th>
+            <td>{summary ? summary.tokens : 'none'}</td>
+          </tr>
+          <tr>
+            <th scope="row">
+              Messages ({messages.window.length} of {messages.inThread}
+              {messages.summarized ? `, ${messages.summarized} summarised` : ''}
+              {messages.trimmed ? `, ${messages.trimmed} left out` : ''})
+            </th>
+            <td>{messages.tokens}</td>
+          </tr>
+        </tbody>
+      </table>
+      <p className="muted">Envelope: {envelope.note}.</p>
+      <details>
+        <summary>System prompt</summary>
+        <JsonBlock value={system.text} />
+      </details>
+      {summary && (
+        <details>
+          <summary>Summary (internal, written by the system)</summary>
+          <JsonBlock value={summary.text} />
+        </details>
+      )}
+      <details>
+        <summary>Messages sent</summary>
+        <ol className="window">
+          {messages.window.map((message, index) => (
+            <li key={message.id ?? index}>
+              {message.type} · {message.tokens} tokens{message.cut ? ' · cut' : ''}
+              {message.mediaReplaced ? ' · media replaced' : ''}
+            </li>
+          ))}
+        </ol>
+      </details>
+    </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Memory } from './api.js';
+import { AgentSelect } from './shared.js';
 
 export function MemoryView({ agents }: { agents: Agent[] }) {
   const [agentId, setAgentId] = useState(agents[0]?.id ?? 'default');
@@ -33,13 +34,7 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
         }}
       >
         <label htmlFor="memory-agent">Agent</label>
-        <select id="memory-agent" value={agentId} onChange={(event) => setAgentId(event.target.value)}>
-          {agents.map((agent) => (
-            <option key={agent.id} value={agent.id}>
-              {agent.name}
-            </option>
-          ))}
-        </select>
+        <AgentSelect id="memory-agent" agents={agents} value={agentId} onChange={setAgentId} />
         <label htmlFor="memory-query">Search memories</label>
         <input id="memory-query" type="search" value={query} onChange={(event) => setQuery(event.target.value)} />
         <button type="submit">Search</button>

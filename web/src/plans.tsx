@@ -1,5 +1,8 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import { api, type LiveConnection, type PlanDetail, type Plan } from './api.js';
+import { useLiveLoad } from './shared.js';
+
+const PLAN_EVENTS = ['plan.create', 'step.start', 'step.end', 'critic.decide', 'plan.complete', 'run.end'];
 
 /** A thread's plans as a live tree: milestones, steps, tool calls, critic verdicts, revisions, why it ended, and the overlord's last decision. */
 export function PlansSection({ threadId, live }: { threadId: string; live: LiveConnection }) {
@@ -10,12 +13,7 @@ export function PlansSection({ threadId, live }: { threadId: string; live: LiveC
     setPlans(await Promise.all(list.map((plan) => api<PlanDetail>('GET', `/api/plans/${plan.id}`))));
   }, [threadId]);
 
-  useEffect(() => {
-    void load();
-    return live.on((event) => {
-      if ('threadId' in event && event.threadId === threadId && ['plan.create', 'step.start', 'step.end', 'critic.decide', 'plan.complete', 'run.end'].includes(event.type)) void load();
-    });
-  }, [load, live, threadId]);
+  useLiveLoad(live, load, { threadId, types: PLAN_EVENTS });
 
   if (plans.length === 0) return null;
   return (

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Fire, type Schedule } from './api.js';
+import { AgentSelect } from './shared.js';
 import { Field, fieldError, formError } from './fields.js';
 
 const PATHS = ['/name', '/timing', '/task', '/agentId'];
@@ -80,14 +81,7 @@ export function SchedulesView({ agents }: { agents: Agent[] }) {
           )}
         </div>
         <Field id="schedule-agent" label="Agent" error={fieldError(error, '/agentId')}>
-          <select id="schedule-agent" name="agentId">
-            <option value="">Default agent</option>
-            {agents.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name}
-              </option>
-            ))}
-          </select>
+          <AgentSelect id="schedule-agent" name="agentId" agents={agents} withDefault />
         </Field>
         <Field id="schedule-task" label="Task" error={fieldError(error, '/task')}>
           <textarea id="schedule-task" name="task" rows={3} />

@@ -6,6 +6,7 @@ import { textOf } from '../../domain/message-content.js';
 import { MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN } from '../../domain/recalled-memories.js';
 import { isAutonomousTriggerType, isSynthetic, type AutonomousTriggerType } from '../../domain/message-metadata.js';
 import { SUMMARY_REQUEST_MARKER } from '../../domain/context/conversation-summary.js';
+import { decisionAsked, demoDecision, demoPlanSummary } from './demo-planner-answers.js';
 
 /** How many of the person's recent sayings the demo summary keeps (it must stay bounded). */
 const DEMO_SUMMARY_QUOTES = 8;
@@ -28,7 +29,9 @@ export interface DemoChatModelOptions extends BaseChatModelParams {
 /**
  * The offline demo model: deterministic, streams word by word, never touches the
  * network. It lets a newcomer see replies, follow-ups and visibility at work without a
- * provider, and says plainly that it is a demo.
+ * provider, and says plainly that it is a demo. Its replies end with a question, so the
+ * demo agent's follow-up comes; a planner agent on it runs a short scripted plan with
+ * tool calls and critic verdicts (demo-planner-answers.ts).
  */
 export class DemoChatModel extends BaseChatModel {
   private readonly tokenDelayMs: number;
@@ -53,6 +56,11 @@ export class DemoChatModel extends BaseChatModel {
       return DemoChatModel.summaryFor(textOf(messages.at(-1)?.content));
     }
     const lastHuman = [...messages].reverse().find((message) => HumanMessage.isInstance(message));
+    const last = messages.at(-1);
+    const decision = last?.getType() === 'system' ? decisionAsked(textOf(last.content)) : undefined;
+    if (decision) return JSON.stringify(demoDecision(decision, jsonObjectOf(textOf(lastHuman?.content))) ?? {});
+    const outcome = first?.getType() === 'system' ? planOutcomeOf(textOf(first.content)) : undefined;
+    if (outcome) return demoPlanSummary(outcome);
     if (!lastHuman) return '[demo model] Hello! No model is configured, so this is the offline demo model talking.';
     const kwargs = lastHuman.additional_kwargs;
     if (isSynthetic(kwargs) && isAutonomousTriggerType(kwargs.trigger_type)) return `[demo model] ${FOLLOW_UPS[kwargs.trigger_type]}`;
@@ -122,6 +130,27 @@ function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<v
       reject(signal.reason ?? new Error('aborted'));
     }, { once: true });
   });
+}
+
+/** A JSON object from a text, or an empty one. */
+function jsonObjectOf(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The planner's closing call names the plan's outcome after this line (agent/planner/planner-prompts.ts). */
+const PLAN_OUTCOME_MARKER = 'Plan outcome (JSON):\n';
+
+function planOutcomeOf(systemText: string): Record<string, unknown> | undefined {
+  const start = systemText.indexOf(PLAN_OUTCOME_MARKER);
+  if (start < 0) return undefined;
+  const line = systemText.slice(start + PLAN_OUTCOME_MARKER.length).split('\n')[0] ?? '';
+  const outcome = jsonObjectOf(line);
+  return Object.keys(outcome).length > 0 ? outcome : undefined;
 }
 
 function recalledMemoryCount(systemText: string): number {

@@ -81,6 +81,18 @@ export class SqlHookRepository implements HookStore {
     const row = await this.#db.selectFrom('hook_deliveries').selectAll().where('hook_id', '=', hookId).where('delivery_id', '=', deliveryId).executeTakeFirst();
     return row === undefined ? undefined : toHookDelivery(row);
   }
+
+  async listDeliveries(hookId: string, options: { limit: number }): Promise<HookDelivery[]> {
+    const rows = await this.#db
+      .selectFrom('hook_deliveries')
+      .selectAll()
+      .where('hook_id', '=', hookId)
+      .orderBy('received_at', 'desc')
+      .orderBy('delivery_id', 'desc')
+      .limit(checkLimit(options.limit))
+      .execute();
+    return rows.map(toHookDelivery);
+  }
 }
 
 function toHookRecord(row: Selectable<HooksTable>): HookRecord {

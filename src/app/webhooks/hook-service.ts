@@ -4,12 +4,12 @@ import type { Logger } from 'pino';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { AgentService } from '../agent-service.js';
 import type { ConversationService } from '../conversation-service.js';
-import type { Clock } from '../ports.js';
+import type { Clock, RunRecord } from '../ports.js';
 import { runMetaOf } from '../run-meta.js';
 import { mapPayload } from './hook-payload.js';
 import type { SecretBox } from './hook-secret-box.js';
 import { newHookSecret, verifyDelivery, type DeliveryHeaders } from './hook-signature.js';
-import type { HookRecord, HookStore } from './hook-store.js';
+import type { HookDelivery, HookRecord, HookStore } from './hook-store.js';
 import { cut, parseTemplate, renderTemplate } from './hook-template.js';
 
 export interface CreateHookInput {
@@ -83,6 +83,24 @@ export class HookService {
     const hook = await this.deps.store.get(userId, hookId);
     if (!hook) throw new VigilError('HOOK_NOT_FOUND', `no webhook "${hookId}"`);
     return hook;
+  }
+
+  /**
+   * The hook's deliveries, newest first, each with its run as it stands (null while the
+   * run is not recorded yet). Only the owner's hook (I12): HOOK_NOT_FOUND otherwise.
+   */
+  async deliveries(userId: string, hookId: string, limit: number): Promise<Array<{ delivery: HookDelivery; run: RunRecord | null }>> {
+    await this.get(userId, hookId);
+    const deliveries = await this.deps.store.listDeliveries(hookId, { limit });
+    return Promise.all(
+      deliveries.map(async (delivery) => ({
+        delivery,
+        run: await this.deps.conversations.getRun(userId, delivery.runId).catch((error: unknown) => {
+          if (isVigilError(error) && error.code === 'RUN_NOT_FOUND') return null;
+          throw error;
+        }),
+      })),
+    );
   }
 
   async delete(userId: string, hookId: string): Promise<void> {

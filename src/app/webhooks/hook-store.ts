@@ -47,4 +47,6 @@ export interface HookStore {
   /** Undo recordDelivery when the run could not be set up, so the sender may retry. */
   forgetDelivery(hookId: string, deliveryId: string): Promise<void>;
   getDelivery(hookId: string, deliveryId: string): Promise<HookDelivery | undefined>;
+  /** A hook's recorded deliveries, newest first (the caller checks the hook is the user's). */
+  listDeliveries(hookId: string, options: { limit: number }): Promise<HookDelivery[]>;
 }

@@ -39,6 +39,15 @@ export const hookDto = z.object({
 });
 const createdHookDto = hookDto.extend({ secret: z.string().describe('shown once, now: store it; it signs deliveries (Standard Webhooks format: whsec_ + base64)') });
 const acceptedDto = z.object({ runId: z.string(), threadId: z.string(), deliveryId: z.string() });
+const listDeliveriesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) }).strict();
+export const hookDeliveryDto = z.object({
+  deliveryId: z.string().describe("the sender's webhook-id"),
+  receivedAt: z.string(),
+  runId: z.string(),
+  threadId: z.string().nullable().describe('null until the run is recorded'),
+  runStatus: z.string().nullable().describe('the run as it stands; null until it is recorded'),
+  runReason: z.string().nullable(),
+});
 
 function toHookDto(hook: HookRecord): z.infer<typeof hookDto> {
   return {
@@ -67,6 +76,21 @@ export function hookRoutes(hooks: HookService): FastifyPluginAsyncZod {
 
     app.get('/api/hooks/:hookId', { schema: { tags: ['hooks'], params: hookParams, response: { 200: hookDto, 404: errorBody } } }, async (request) =>
       toHookDto(await hooks.get(request.userId, request.params.hookId)),
+    );
+
+    app.get(
+      '/api/hooks/:hookId/deliveries',
+      { schema: { tags: ['hooks'], description: 'Accepted deliveries of your webhook, newest first, each with the run it started.', params: hookParams, querystring: listDeliveriesQuery, response: { 200: z.object({ deliveries: z.array(hookDeliveryDto) }), 404: errorBody } } },
+      async (request) => ({
+        deliveries: (await hooks.deliveries(request.userId, request.params.hookId, request.query.limit)).map(({ delivery, run }) => ({
+          deliveryId: delivery.deliveryId,
+          receivedAt: delivery.receivedAt,
+          runId: delivery.runId,
+          threadId: run?.threadId ?? null,
+          runStatus: run?.status ?? null,
+          runReason: run?.reason ?? null,
+        })),
+      }),
     );
 
     app.delete('/api/hooks/:hookId', { schema: { tags: ['hooks'], params: hookParams } }, async (request, reply) => {

@@ -1,0 +1,110 @@
+import { useCallback, useEffect, useState } from 'react';
+import { ApiError, type Agent, type LiveConnection, type VigilEvent } from './api.js';
+
+/** A clock that ticks every second, for countdowns. */
+export function useNow(intervalMs = 1000): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const tick = setInterval(() => setNow(Date.now()), intervalMs);
+    return () => clearInterval(tick);
+  }, [intervalMs]);
+  return now;
+}
+
+/** "9 min 58 s" until a time (0 s once it passed). */
+export function countdown(dueAt: string, now: number): string {
+  const seconds = Math.max(0, Math.round((Date.parse(dueAt) - now) / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  return minutes < 60 ? `${minutes} min ${seconds % 60} s` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/**
+ * Load now, and again whenever the live connection reports an event that matters (of a
+ * thread, when one is given; a type in `types` or starting with a prefix ending in '.'),
+ * and every `pollMs` when given (for things no subscribed stream reports).
+ */
+export function useLiveLoad(live: LiveConnection, load: () => Promise<void>, options: { threadId?: string; types: string[]; pollMs?: number }): void {
+  const { threadId, types, pollMs } = options;
+  const key = types.join(',');
+  const matters = useCallback(
+    (event: VigilEvent) => {
+      if (threadId !== undefined && (!('threadId' in event) || event.threadId !== threadId)) return false;
+      return key.split(',').some((type) => (type.endsWith('.') ? event.type.startsWith(type) : event.type === type));
+    },
+    [threadId, key],
+  );
+  useEffect(() => {
+    void load();
+    const off = live.on((event) => {
+      if (matters(event)) void load();
+    });
+    const poll = pollMs ? setInterval(() => void load(), pollMs) : undefined;
+    return () => {
+      off();
+      if (poll) clearInterval(poll);
+    };
+  }, [live, load, matters, pollMs]);
+}
+
+/** A refused request, plainly: its stable code and the server's message. */
+export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }) {
+  if (!error) return null;
+  const text = error instanceof ApiError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+  return (
+    <p role="alert" className="field-error">
+      {prefix ? `${prefix} ` : ''}
+      {text}
+    </p>
+  );
+}
+
+/** A JSON value, pretty-printed; a string that holds JSON is printed as its value. */
+export function JsonBlock({ value, className }: { value: unknown; className?: string }) {
+  let shown = value;
+  if (typeof value === 'string') {
+    try {
+      shown = JSON.parse(value) as unknown;
+    } catch {
+      shown = value;
+    }
+  }
+  return (
+    // Focusable: a long value scrolls, and a keyboard must reach it.
+    <pre className={`json${className ? ` ${className}` : ''}`} tabIndex={0}>
+      {typeof shown === 'string' ? shown : JSON.stringify(shown, null, 2)}
+    </pre>
+  );
+}
+
+export function formatTime(iso: string): string {
+  return new Date(iso).toLocaleString();
+}
+
+/** A choice of agent; with `withDefault`, a first empty option for the default agent. */
+export function AgentSelect({
+  id,
+  agents,
+  withDefault,
+  name,
+  value,
+  onChange,
+}: {
+  id: string;
+  agents: Agent[];
+  withDefault?: boolean;
+  name?: string;
+  value?: string;
+  onChange?: (agentId: string) => void;
+}) {
+  return (
+    <select id={id} name={name} {...(value !== undefined ? { value } : {})} {...(onChange ? { onChange: (event) => onChange(event.target.value) } : {})}>
+      {withDefault && <option value="">Default agent</option>}
+      {agents.map((agent) => (
+        <option key={agent.id} value={agent.id}>
+          {agent.name}
+        </option>
+      ))}
+    </select>
+  );
+}
