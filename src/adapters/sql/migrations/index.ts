@@ -11,8 +11,9 @@ import { retentionIndexesMigration } from './0006-retention-indexes.js';
 import { approvalsMigration } from './0007-approvals.js';
 import { checkInsMigration } from './0008-check-ins.js';
 import { outboundWebhooksMigration } from './0009-outbound-webhooks.js';
+import { langgraphProtocolMigration } from './0010-langgraph-protocol.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, langgraphProtocolMigration];

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { VigilError, isVigilError } from '../../domain/errors.js';
+import type { ThreadRecord } from '../../app/ports.js';
+import { countOfCheckpointId, threadMetadata, toState, toThread } from './convert.js';
+import { anyObject, checkpointParams, createThreadBody, errorBody, getThreadQuery, historyBody, searchThreadsBody, stateQuery, threadIdParams, updateThreadBody } from './protocol-schemas.js';
+import { clientMetadata, containsMetadata, describeThread, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+
+type Json = Record<string, unknown>;
+
+/** Threads ↔ vigil threads; their metadata is the protocol's own record (migration 10). */
+export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
+  const { deps, store } = context;
+  const now = () => new Date().toISOString();
+
+  async function interruptsOf(threadId: string): Promise<Json[]> {
+    if (!deps.approvals || !(await deps.approvals.hasPending(threadId))) return [];
+    return [{ id: threadId, value: { vigil: 'a tool call waits for your decision', approvals: '/api/approvals' } }];
+  }
+
+  async function stateOf(userId: string, threadId: string, at?: number): Promise<Json> {
+    const thread = await deps.conversations.getThread(userId, threadId);
+    const messages = await visibleMessages(context, userId, threadId);
+    const count = at ?? messages.length;
+    if (count > messages.length) throw new VigilError('THREAD_NOT_FOUND', `no checkpoint "vigil-${count}" on thread "${threadId}"`);
+    return toState(thread, messages, count, at === undefined ? { interrupts: await interruptsOf(threadId) } : {});
+  }
+
+  return async (app) => {
+    app.post('/threads', { schema: { tags: ['langgraph'], body: createThreadBody, response: { 200: anyObject, 409: errorBody, 422: errorBody } } }, async (request) => {
+      const { userId, body } = request;
+      if (body.supersteps !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'supersteps are not supported: a vigil thread starts empty');
+      if (body.ttl !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'thread ttl is not supported: vigil keeps threads until they are deleted (or by its retention settings)');
+      const metadata = clientMetadata(body.metadata);
+      const threadId = body.thread_id ?? randomUUID();
+      if (body.thread_id) {
+        const existing = await deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
+          if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND') return undefined;
+          throw error;
+        });
+        if (existing) {
+          if (body.if_exists === 'do_nothing') return describeThread(context, existing);
+          throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" already exists`);
+        }
+      }
+      let thread: ThreadRecord;
+      try {
+        thread = await deps.conversations.createThread(userId, { id: threadId });
+      } catch (error) {
+        // The id is taken (by another user's thread: that one stays invisible, I12).
+        if (body.thread_id) throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
+        throw error;
+      }
+      await store.setThreadMetadata(userId, thread.id, metadata, now());
+      return describeThread(context, thread, metadata);
+    });
+
+    app.get('/threads/:thread_id', { schema: { tags: ['langgraph'], params: threadIdParams, querystring: getThreadQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) =>
+      describeThread(context, await deps.conversations.getThread(request.userId, request.params.thread_id)),
+    );
+
+    app.patch('/threads/:thread_id', { schema: { tags: ['langgraph'], params: threadIdParams, body: updateThreadBody, response: { 200: anyObject, 404: errorBody, 422: errorBody } } }, async (request) => {
+      const { userId, body } = request;
+      const thread = await deps.conversations.getThread(userId, request.params.thread_id);
+      if (body.ttl !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'thread ttl is not supported');
+      const merged = { ...(await store.threadMetadata(userId, thread.id)), ...clientMetadata(body.metadata) };
+      await store.setThreadMetadata(userId, thread.id, merged, now());
+      return describeThread(context, thread, merged);
+    });
+
+    app.delete('/threads/:thread_id', { schema: { tags: ['langgraph'], params: threadIdParams } }, async (request, reply) => {
+      await deps.conversations.deleteThread(request.userId, request.params.thread_id);
+      await store.deleteThread(request.userId, request.params.thread_id);
+      return reply.status(204).send();
+    });
+
+    app.post('/threads/search', { schema: { tags: ['langgraph'], body: searchThreadsBody, response: { 200: z.array(anyObject), 422: errorBody } } }, async (request) => {
+      const { userId, body } = request;
+      if (body.values !== undefined || body.extract !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'searching threads by values or extracting from them is not supported');
+      const stored = await store.threadMetadataOf(userId);
+      const threads: ThreadRecord[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await deps.conversations.listThreads(userId, { limit: 100, cursor });
+        threads.push(...page.threads);
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor && threads.length < 10_000);
+      const ids = body.ids ? new Set(body.ids) : undefined;
+      const kinds = new Map((await deps.agents.list(userId)).map((agent) => [agent.id, agent.kind]));
+      const rows: Array<{ thread: ThreadRecord; metadata: Json; status: Awaited<ReturnType<typeof threadStatus>> }> = [];
+      for (const thread of threads) {
+        if (ids && !ids.has(thread.id)) continue;
+        const metadata = threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId));
+        if (body.metadata && !containsMetadata(metadata, body.metadata)) continue;
+        const status = await threadStatus(context, thread.id);
+        if (body.status && status !== body.status) continue;
+        rows.push({ thread, metadata, status });
+      }
+      const key = body.sort_by ?? 'updated_at';
+      const order = body.sort_order === 'asc' ? 1 : -1;
+      const value = (row: (typeof rows)[number]) => (key === 'thread_id' ? row.thread.id : key === 'status' ? row.status : key === 'created_at' ? row.thread.createdAt : row.thread.updatedAt);
+      rows.sort((a, b) => (value(a) < value(b) ? -order : value(a) > value(b) ? order : 0));
+      const page = rows.slice(body.offset, body.offset + body.limit);
+      return Promise.all(
+        page.map(async (row) => {
+          const messages = await visibleMessages(context, userId, row.thread.id);
+          return toThread(row.thread, row.metadata, row.status, { messages: messages.map((message) => ({ type: message.type, id: message.id, content: message.content })) });
+        }),
+      );
+    });
+
+    app.get('/threads/:thread_id/state', { schema: { tags: ['langgraph'], params: threadIdParams, querystring: stateQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) =>
+      stateOf(request.userId, request.params.thread_id),
+    );
+
+    app.get('/threads/:thread_id/state/:checkpoint_id', { schema: { tags: ['langgraph'], params: checkpointParams, querystring: stateQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) => {
+      const count = countOfCheckpointId(request.params.checkpoint_id);
+      if (count === undefined) throw new VigilError('THREAD_NOT_FOUND', `no checkpoint "${request.params.checkpoint_id}"`);
+      return stateOf(request.userId, request.params.thread_id, count);
+    });
+
+    app.post('/threads/:thread_id/state', { schema: { tags: ['langgraph'], params: threadIdParams, body: anyObject, response: { 200: anyObject, 404: errorBody, 422: errorBody } } }, async (request) => {
+      await deps.conversations.getThread(request.userId, request.params.thread_id);
+      throw new VigilError('UNSUPPORTED_OPTION', "updating a thread's state is not supported: vigil writes messages only through runs, so what a person said and what the system said stay apart (I1)");
+    });
+
+    app.post('/threads/:thread_id/history', { schema: { tags: ['langgraph'], params: threadIdParams, body: historyBody, response: { 200: z.array(anyObject), 404: errorBody, 422: errorBody } } }, async (request) => {
+      const { userId, body } = request;
+      if (body.metadata !== undefined || body.checkpoint !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'filtering history by metadata or checkpoint is not supported');
+      const thread = await deps.conversations.getThread(userId, request.params.thread_id);
+      const messages = await visibleMessages(context, userId, thread.id);
+      const before = typeof body.before === 'string' ? body.before : typeof body.before?.checkpoint_id === 'string' ? body.before.checkpoint_id : undefined;
+      const start = before !== undefined ? (countOfCheckpointId(before) ?? 0) - 1 : messages.length;
+      const interrupts = await interruptsOf(thread.id);
+      const states: Json[] = [];
+      for (let count = start; count >= 0 && states.length < body.limit; count -= 1) states.push(toState(thread, messages, count, count === messages.length ? { interrupts } : {}));
+      return states;
+    });
+
+    app.post('/threads/:thread_id/copy', { schema: { tags: ['langgraph'], params: threadIdParams, response: { 200: anyObject, 404: errorBody, 422: errorBody } } }, async (request) => {
+      await deps.conversations.getThread(request.userId, request.params.thread_id);
+      throw new VigilError('UNSUPPORTED_OPTION', 'copying a thread is not supported');
+    });
+
+  };
+}
