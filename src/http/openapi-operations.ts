@@ -107,6 +107,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /runs': { id: 'langgraphCreateStatelessRun', summary: 'LangGraph protocol: a stateless run in the background', errors: [422] },
   'POST /runs/stream': { id: 'langgraphStreamStatelessRun', summary: 'LangGraph protocol: a stateless run, streamed (SSE)', errors: [422] },
   'POST /runs/wait': { id: 'langgraphWaitStatelessRun', summary: 'LangGraph protocol: a stateless run, answered with its values', errors: [422] },
+  'PUT /store/items': { id: 'langgraphPutItem', summary: 'LangGraph store: put a memory (namespace ["memories", assistant_id], value {content})', errors: [409, 422] },
+  'GET /store/items': { id: 'langgraphGetItem', summary: 'LangGraph store: get a memory', errors: [404, 422] },
+  'DELETE /store/items': { id: 'langgraphDeleteItem', summary: 'LangGraph store: delete a memory', errors: [404, 422] },
+  'POST /store/items/search': { id: 'langgraphSearchItems', summary: 'LangGraph store: search memories (full text)', errors: [404, 422] },
+  'POST /store/namespaces': { id: 'langgraphListNamespaces', summary: 'LangGraph store: namespaces (one per assistant)' },
+  'POST /runs/crons': { id: 'langgraphCreateCron', summary: 'LangGraph crons: a schedule starting a new thread per fire', errors: [422] },
+  'POST /threads/{thread_id}/runs/crons': { id: 'langgraphCreateThreadCron', summary: 'LangGraph crons: a schedule running on a thread', errors: [422] },
+  'PATCH /runs/crons/{cron_id}': { id: 'langgraphUpdateCron', summary: 'LangGraph crons: change or pause a schedule', errors: [422] },
+  'DELETE /runs/crons/{cron_id}': { id: 'langgraphDeleteCron', summary: 'LangGraph crons: delete a schedule' },
+  'POST /runs/crons/search': { id: 'langgraphSearchCrons', summary: 'LangGraph crons: search your schedules', errors: [422] },
   'POST /api/channels/telegram/webhook': { id: 'receiveTelegramUpdate', summary: 'A Telegram update (webhook mode)', public: true },
 };
 

@@ -147,7 +147,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       await alice.threads.create({ threadId: chosen, metadata: { tag } });
       expect(await statusOf(alice.threads.create({ threadId: chosen }))).toBe(409);
       expect((await alice.threads.create({ threadId: chosen, ifExists: 'do_nothing' })).thread_id).toBe(chosen);
-      expect((await alice.threads.get(thread.thread_id)).metadata.tag).toBe(tag);
+      expect((await alice.threads.get(thread.thread_id)).metadata?.tag).toBe(tag);
       const found = await alice.threads.search({ metadata: { tag }, limit: 10 });
       expect(found.map((entry) => entry.thread_id).sort()).toEqual([thread.thread_id, chosen].sort());
       expect((await alice.threads.search({ metadata: { tag, user: 'alice' } })).map((entry) => entry.thread_id)).toEqual([thread.thread_id]);
@@ -167,6 +167,55 @@ export function langgraphSdkSuite(backend: () => Backend): void {
 
       await alice.threads.delete(chosen);
       expect(await statusOf(alice.threads.get(chosen))).toBe(404);
+    });
+  });
+
+  describe('store ↔ memory', () => {
+    it('put, get, search, list namespaces, delete, as the agent's vigil memory; another user gets 404 (I12)', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Rememberer' });
+      const namespace = ['memories', assistant.assistant_id];
+      const key = randomUUID();
+      await alice.store.putItem(namespace, key, { content: 'Alice prefers green tea' });
+      expect((await alice.store.getItem(namespace, key))?.value).toEqual({ content: 'Alice prefers green tea' });
+      // It is a vigil memory of that agent.
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['Alice prefers green tea']);
+      await alice.store.putItem(namespace, key, { content: 'Alice prefers black tea' });
+      const hits = await alice.store.searchItems(namespace, { query: 'tea' });
+      expect(hits.items.map((item) => [item.key, item.value.content])).toEqual([[key, 'Alice prefers black tea']]);
+      expect((await alice.store.listNamespaces({ prefix: ['memories'] })).namespaces).toContainEqual(namespace);
+      expect(await statusOf(alice.store.putItem(['somewhere', 'else'], randomUUID(), { content: 'x' }))).toBe(422);
+      expect(await statusOf(alice.store.putItem(namespace, randomUUID(), { text: 'not content' }))).toBe(422);
+      expect(await statusOf(bob.store.getItem(namespace, key))).toBe(404);
+      expect(await statusOf(bob.store.deleteItem(namespace, key))).toBe(404);
+      expect((await bob.store.searchItems(['memories'], { query: 'tea' })).items).toEqual([]);
+      await alice.store.deleteItem(namespace, key);
+      expect(await statusOf(alice.store.getItem(namespace, key))).toBe(404);
+    });
+  });
+
+  describe('crons ↔ schedules', () => {
+    it('create on a thread and stateless, search, pause, delete; another user gets 404 (I12)', async () => {
+      const thread = await alice.threads.create();
+      const onThread = await alice.crons.createForThread(thread.thread_id, 'agent', { schedule: '0 9 * * 1', timezone: 'Europe/Berlin', input: { messages: [{ type: 'human', content: 'Weekly summary' }] } });
+      expect(onThread).toMatchObject({ thread_id: thread.thread_id, schedule: '0 9 * * 1', enabled: true });
+      expect((onThread as Json).next_run_date).toEqual(expect.any(String));
+      const schedule = await server.services.schedules.get(ALICE.id, onThread.cron_id);
+      expect(schedule).toMatchObject({ target: 'thread', threadId: thread.thread_id, task: 'Weekly summary', timing: { kind: 'cron', cron: '0 9 * * 1', timezone: 'Europe/Berlin' } });
+      const stateless = await alice.crons.create('agent', { schedule: '30 7 * * *', input: { messages: [{ type: 'human', content: 'Daily digest' }] } });
+      expect(stateless.thread_id).toBeNull();
+      const mine = await alice.crons.search({ threadId: thread.thread_id });
+      expect(mine.map((cron) => cron.cron_id)).toEqual([onThread.cron_id]);
+      const paused = await alice.crons.update(onThread.cron_id, { enabled: false });
+      expect(paused).toMatchObject({ enabled: false, next_run_date: null });
+      expect(await statusOf(alice.crons.create('agent', { schedule: 'not a cron', input: { messages: [{ type: 'human', content: 'x' }] } }))).toBe(400);
+      expect(await statusOf(alice.crons.create('agent', { schedule: '* * * * *', input: { messages: [{ type: 'human', content: 'x' }] }, webhook: 'https://example.com' }))).toBe(422);
+      expect(await statusOf(bob.crons.update(onThread.cron_id, { enabled: true }))).toBe(404);
+      expect(await statusOf(bob.crons.delete(onThread.cron_id))).toBe(404);
+      expect(await statusOf(bob.crons.createForThread(thread.thread_id, 'agent', { schedule: '* * * * *', input: { messages: [{ type: 'human', content: 'x' }] } }))).toBe(404);
+      expect(await bob.crons.search()).toEqual([]);
+      await alice.crons.delete(onThread.cron_id);
+      await alice.crons.delete(stateless.cron_id);
+      expect(await alice.crons.search({ threadId: thread.thread_id })).toEqual([]);
     });
   });
 
@@ -190,7 +239,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const history = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { limit: 2 });
       expect(history.map((entry) => entry.values.messages.length)).toEqual([3, 2]);
       expect(history[0]!.checkpoint.checkpoint_id).toBe(state.checkpoint.checkpoint_id);
-      const earlier = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { before: { checkpoint_id: history[1]!.checkpoint.checkpoint_id } });
+      const earlier = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { before: { configurable: { checkpoint_id: history[1]!.checkpoint.checkpoint_id } } });
       expect(earlier[0]!.values.messages.length).toBe(1);
       const runs = await alice.runs.list(thread.thread_id);
       expect(runs.map((run) => [run.status, (run.metadata as Json).vigil.trigger])).toEqual([

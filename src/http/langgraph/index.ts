@@ -5,6 +5,8 @@ import { assistantRoutes } from './assistant-routes.js';
 import { protocolRunRoutes } from './run-routes.js';
 import { ProtocolRunManager } from './run-manager.js';
 import { protocolThreadRoutes } from './thread-routes.js';
+import { storeRoutes } from './store-routes.js';
+import { cronRoutes } from './cron-routes.js';
 import { visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
 /**
@@ -32,12 +34,14 @@ export function langgraphRoutes(deps: HttpDependencies, version: string): Fastif
       { schema: { tags: ['langgraph'], response: { 200: z.object({ version: z.string(), flags: z.record(z.string(), z.boolean()), host: z.record(z.string(), z.unknown()) }) } } },
       async () => ({
         version,
-        flags: { assistants: true, crons: false, store: false, langsmith: false, langsmith_tracing_replicas: false },
+        flags: { assistants: true, crons: deps.schedules !== undefined, store: true, langsmith: false, langsmith_tracing_replicas: false },
         host: { kind: 'vigil', project_id: null, revision_id: null, tenant_id: null },
       }),
     );
     await app.register(assistantRoutes(context));
     await app.register(protocolThreadRoutes(context));
     await app.register(protocolRunRoutes(context, runs, options.heartbeatMs ?? 15_000));
+    await app.register(storeRoutes(context));
+    if (deps.schedules) await app.register(cronRoutes(context, deps.schedules));
   };
 }

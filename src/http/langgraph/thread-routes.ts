@@ -130,7 +130,9 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       if (body.metadata !== undefined || body.checkpoint !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'filtering history by metadata or checkpoint is not supported');
       const thread = await deps.conversations.getThread(userId, request.params.thread_id);
       const messages = await visibleMessages(context, userId, thread.id);
-      const before = typeof body.before === 'string' ? body.before : typeof body.before?.checkpoint_id === 'string' ? body.before.checkpoint_id : undefined;
+      // `before`: a checkpoint id, a checkpoint, or a config naming one (configurable.checkpoint_id), as the SDK sends it.
+      const beforeObject = typeof body.before === 'object' ? ((body.before.configurable as Json | undefined) ?? body.before) : undefined;
+      const before = typeof body.before === 'string' ? body.before : typeof beforeObject?.checkpoint_id === 'string' ? beforeObject.checkpoint_id : undefined;
       const start = before !== undefined ? (countOfCheckpointId(before) ?? 0) - 1 : messages.length;
       const interrupts = await interruptsOf(thread.id);
       const states: Json[] = [];
