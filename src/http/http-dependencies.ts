@@ -67,6 +67,7 @@ export interface HttpDependencies {
     describeGraph?: (kind: string) => Promise<Record<string, unknown>>;
     heartbeatMs?: number;
     retentionMs?: number;
+    resumeStartMs?: number;
   };
   /** Origins allowed to call the API from a browser (VIGIL_CORS_ORIGINS); none: no CORS headers. */
   corsOrigins?: readonly string[];

@@ -171,7 +171,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
   });
 
   describe('store ↔ memory', () => {
-    it('put, get, search, list namespaces, delete, as the agent's vigil memory; another user gets 404 (I12)', async () => {
+    it("put, get, search, list namespaces, delete, as the agent's vigil memory; another user gets 404 (I12)", async () => {
       const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Rememberer' });
       const namespace = ['memories', assistant.assistant_id];
       const key = randomUUID();

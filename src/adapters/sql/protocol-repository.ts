@@ -18,6 +18,7 @@ interface ProtocolRunsTable {
   metadata: string;
   multitask_strategy: string;
   state: string;
+  vigil_run_id: string | null;
   created_at: Timestamp;
 }
 
@@ -84,13 +85,18 @@ export class SqlProtocolStore implements ProtocolStore {
         metadata: encodeJson(run.metadata),
         multitask_strategy: run.multitaskStrategy,
         state: run.state,
+        vigil_run_id: run.vigilRunId,
         created_at: isoForDatabase(run.createdAt),
       })
       .execute();
   }
 
-  async setRunState(runId: string, state: ProtocolRunState): Promise<void> {
-    await this.#db.updateTable('protocol_runs').set({ state }).where('run_id', '=', runId).execute();
+  async setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void> {
+    await this.#db
+      .updateTable('protocol_runs')
+      .set({ state, ...(vigilRunId !== undefined ? { vigil_run_id: vigilRunId } : {}) })
+      .where('run_id', '=', runId)
+      .execute();
   }
 
   async getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined> {
@@ -122,6 +128,7 @@ function toRun(row: Selectable<ProtocolRunsTable>): ProtocolRunRecord {
     metadata: decodeJsonRecord(row.metadata),
     multitaskStrategy: row.multitask_strategy,
     state: row.state as ProtocolRunState,
+    vigilRunId: row.vigil_run_id,
     createdAt: isoFromDatabase(row.created_at),
   };
 }

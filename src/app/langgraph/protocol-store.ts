@@ -16,6 +16,8 @@ export interface ProtocolRunRecord {
   metadata: Record<string, unknown>;
   multitaskStrategy: string;
   state: ProtocolRunState;
+  /** The vigil run this protocol run follows when it is not its own (a resume after approvals); null: the same id. */
+  vigilRunId: string | null;
   createdAt: Iso;
 }
 
@@ -29,7 +31,7 @@ export interface ProtocolStore {
   /** Point a thread with no messages yet at another agent (a protocol thread is bound at its first run). */
   rebindEmptyThread(userId: string, threadId: string, agentId: string, now: Iso): Promise<boolean>;
   createRun(run: ProtocolRunRecord): Promise<void>;
-  setRunState(runId: string, state: ProtocolRunState): Promise<void>;
+  setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void>;
   getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined>;
   listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]>;
 }

@@ -2,6 +2,7 @@ import { publicMetadataOf } from '../../app/run-coordinator.js';
 import type { AgentRecord, RunRecord, StoredMessage, ThreadRecord } from '../../app/ports.js';
 import type { ProtocolRunRecord } from '../../app/langgraph/protocol-store.js';
 import { storedToolCallViews } from '../../domain/tools/tool-call-view.js';
+import type { ApprovalRecord } from '../../domain/tools/approval.js';
 
 type Json = Record<string, unknown>;
 
@@ -110,5 +111,25 @@ export function toRun(run: RunRecord | undefined, row: ProtocolRunRecord | undef
     metadata: { ...(row?.metadata ?? {}), vigil },
     multitask_strategy: row?.multitaskStrategy ?? 'reject',
     kwargs: {},
+  };
+}
+
+/**
+ * A step's tool calls waiting for a person (vigil's approvals, I16) as one LangGraph
+ * interrupt in the human-in-the-loop shape (`action_requests`, `review_configs`) that
+ * Agent Chat UI renders; it is resumed with `command.resume.decisions`, in this order.
+ */
+export function toInterrupt(approvals: readonly ApprovalRecord[]): Json {
+  const tools = [...new Set(approvals.map((approval) => approval.tool))];
+  return {
+    id: approvals[0]!.messageId,
+    value: {
+      action_requests: approvals.map((approval) => ({ name: approval.tool, args: approval.arguments, description: `vigil asks before running ${approval.tool} (until ${approval.expiresAt}; silence is not consent)` })),
+      review_configs: tools.map((tool) => ({ action_name: tool, allowed_decisions: ['approve', 'edit', 'reject'] })),
+      vigil: { approvals: approvals.map((approval) => ({ id: approval.id, tool_call_id: approval.toolCallId, run_id: approval.runId, expires_at: approval.expiresAt, attended: approval.attended })) },
+    },
+    when: 'during',
+    resumable: true,
+    ns: ['agent'],
   };
 }

@@ -7,7 +7,7 @@ import { ProtocolRunManager } from './run-manager.js';
 import { protocolThreadRoutes } from './thread-routes.js';
 import { storeRoutes } from './store-routes.js';
 import { cronRoutes } from './cron-routes.js';
-import { visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { interruptsOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
 /**
  * The LangGraph Platform API (Agent Protocol) beside /api: the official
@@ -24,6 +24,8 @@ export function langgraphRoutes(deps: HttpDependencies, version: string): Fastif
     store: options.store,
     logger: deps.logger,
     visibleMessages: (userId, threadId) => visibleMessages(context, userId, threadId),
+    interrupts: (userId, threadId) => interruptsOf(context, userId, threadId),
+    ...(options.resumeStartMs !== undefined ? { resumeStartMs: options.resumeStartMs } : {}),
     retentionMs: options.retentionMs ?? 10 * 60_000,
     activeRunOf: options.activeRunOf,
   });

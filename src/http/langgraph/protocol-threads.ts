@@ -2,7 +2,8 @@ import type { AgentRecord, StoredMessage, ThreadRecord } from '../../app/ports.j
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { HttpDependencies } from '../http-dependencies.js';
 import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
-import { DEFAULT_GRAPH_ALIASES, threadMetadata, toThread, type ThreadStatus } from './convert.js';
+import { DEFAULT_GRAPH_ALIASES, threadMetadata, toInterrupt, toThread, type ThreadStatus } from './convert.js';
+import type { ApprovalRecord } from '../../domain/tools/approval.js';
 import { toMessageDict } from './convert.js';
 
 type Json = Record<string, unknown>;
@@ -51,11 +52,32 @@ export async function kindOf(context: ProtocolContext, thread: ThreadRecord): Pr
   }
 }
 
-/** A thread as the protocol shows it, with its values (visible messages only). */
+/** The thread's tool calls waiting for a decision, oldest first. */
+export async function pendingApprovals(context: ProtocolContext, userId: string, threadId: string): Promise<ApprovalRecord[]> {
+  if (!context.deps.approvals) return [];
+  return (await context.deps.approvals.list(userId, { limit: 100, status: 'pending', threadId })).reverse();
+}
+
+/** The thread's interrupts: one per model step whose tool calls wait for a person. */
+export async function interruptsOf(context: ProtocolContext, userId: string, threadId: string): Promise<Json[]> {
+  const steps = new Map<string, ApprovalRecord[]>();
+  for (const approval of await pendingApprovals(context, userId, threadId)) steps.set(approval.messageId, [...(steps.get(approval.messageId) ?? []), approval]);
+  return [...steps.values()].map(toInterrupt);
+}
+
+/** A thread's values: its visible messages (I2), and `__interrupt__` while tool calls wait for a person. */
+export async function valuesOf(context: ProtocolContext, userId: string, threadId: string, interrupts?: Json[]): Promise<Json> {
+  const messages = await visibleMessages(context, userId, threadId);
+  const waiting = interrupts ?? (await interruptsOf(context, userId, threadId));
+  return { messages: messages.map(toMessageDict), ...(waiting.length > 0 ? { __interrupt__: waiting } : {}) };
+}
+
+/** A thread as the protocol shows it, with its values and interrupts. */
 export async function describeThread(context: ProtocolContext, thread: ThreadRecord, stored?: Json): Promise<Json> {
   const metadata = threadMetadata(thread, stored ?? (await context.store.threadMetadata(thread.userId, thread.id)), await kindOf(context, thread));
-  const messages = await visibleMessages(context, thread.userId, thread.id);
-  return toThread(thread, metadata, await threadStatus(context, thread.id), { messages: messages.map(toMessageDict) });
+  const interrupts = await interruptsOf(context, thread.userId, thread.id);
+  const values = await valuesOf(context, thread.userId, thread.id, interrupts);
+  return toThread(thread, metadata, await threadStatus(context, thread.id), values, Object.fromEntries(interrupts.map((interrupt) => [interrupt.id as string, [interrupt]])));
 }
 
 /** `metadata.vigil` is vigil's own extension: a client cannot write it. */

@@ -7,7 +7,7 @@ import type { ThreadRecord } from '../../app/ports.js';
 import { messageContentSchema } from '../schemas.js';
 import { toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
-import { clientMetadata, resolveAssistant, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, pendingApprovals, resolveAssistant, valuesOf, type ProtocolContext } from './protocol-threads.js';
 import type { ProtocolRunManager } from './run-manager.js';
 import { writeFrames } from './run-stream.js';
 
@@ -41,7 +41,6 @@ function refuseUnsupported(body: RunBody): void {
   const refuse = (what: string, why: string) => {
     throw new VigilError('UNSUPPORTED_OPTION', `${what} is not supported: ${why}`);
   };
-  if (body.command !== undefined) refuse('command', 'resume a waiting tool call with POST /api/approvals/{id}/decision');
   if (body.interrupt_before !== undefined || body.interrupt_after !== undefined) refuse('interrupt_before/interrupt_after', "vigil's graphs stop only for tool approvals");
   if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) refuse('checkpoint', 'vigil runs from the thread\'s latest state (history is never rewritten, I14)');
   if (body.webhook !== undefined) refuse('webhook', 'use outbound webhooks (POST /api/agents/{id}/webhooks)');
@@ -58,22 +57,57 @@ function refuseUnsupported(body: RunBody): void {
   if (body.context !== undefined && Object.keys(body.context).length > 0) refuse('context', "a run uses its assistant's context; change it with PATCH /assistants/{id}");
 }
 
+const decisionSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('approve') }).strict(),
+  z.object({ type: z.literal('edit'), edited_action: z.object({ name: z.string().min(1), args: z.record(z.string(), z.unknown()) }).strict() }).strict(),
+  z.object({ type: z.literal('reject'), message: z.string().trim().min(1).max(2000).optional() }).strict(),
+]);
+type Decision = z.infer<typeof decisionSchema>;
+
+/** `command.resume.decisions`: one decision per waiting tool call, in the interrupt's order. Nothing else a command can do is supported. */
+function decisionsOf(command: unknown, input: unknown): Decision[] {
+  if (input !== undefined && input !== null) throw new VigilError('VALIDATION_FAILED', 'a run resumes with command or starts with input, not both');
+  const parsed = z.object({ resume: z.object({ decisions: z.array(decisionSchema).min(1).max(100) }).strict() }).strict().safeParse(command);
+  if (!parsed.success) throw new VigilError('UNSUPPORTED_OPTION', 'vigil supports command.resume.decisions only ([{ type: "approve" | "edit" | "reject", … }], one per waiting tool call); goto, update and other resume values are not supported');
+  return parsed.data.resume.decisions;
+}
+
 /** Runs on a thread, stateless runs, streams, joins and cancels. */
 export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunManager, heartbeatMs: number): FastifyPluginAsyncZod {
   const { deps, store } = context;
 
   async function finalValues(userId: string, threadId: string): Promise<Json> {
-    return { messages: (await visibleMessages(context, userId, threadId)).map(toMessageDict) };
+    return valuesOf(context, userId, threadId);
   }
 
   async function runDto(userId: string, threadId: string, runId: string): Promise<Json> {
     const row = await store.getRun(userId, runId);
-    const run = await deps.conversations.getRun(userId, runId).catch((error: unknown) => {
+    const run = await deps.conversations.getRun(userId, row?.vigilRunId ?? runId).catch((error: unknown) => {
       if (isVigilError(error) && error.code === 'RUN_NOT_FOUND') return undefined;
       throw error;
     });
-    if ((!row && !run) || (run ?? row)!.threadId !== threadId) throw new VigilError('RUN_NOT_FOUND', `no run "${runId}" on thread "${threadId}"`);
-    return toRun(run, row);
+    if ((!row && !run) || (row ?? run)!.threadId !== threadId) throw new VigilError('RUN_NOT_FOUND', `no run "${runId}" on thread "${threadId}"`);
+    return { ...toRun(run, row), run_id: runId };
+  }
+
+  /**
+   * The decisions on the thread's waiting tool calls, checked before anything is
+   * recorded (I11): one per call, an edit keeps the call's tool. Returns what records them.
+   */
+  async function decider(userId: string, threadId: string, decisions: Decision[]): Promise<() => Promise<void>> {
+    const approvals = deps.approvals;
+    const waiting = await pendingApprovals(context, userId, threadId);
+    if (!approvals || waiting.length === 0) throw new VigilError('UNSUPPORTED_OPTION', `thread "${threadId}" waits for no decision; there is nothing to resume`);
+    if (decisions.length !== waiting.length) throw new VigilError('VALIDATION_FAILED', `the thread waits for ${waiting.length} decision(s), one per tool call; ${decisions.length} given`);
+    decisions.forEach((decision, index) => {
+      if (decision.type === 'edit' && decision.edited_action.name !== waiting[index]!.tool) throw new VigilError('VALIDATION_FAILED', `decision ${index}: an edit keeps the tool (${waiting[index]!.tool})`);
+    });
+    return async () => {
+      for (const [index, decision] of decisions.entries()) {
+        const body = decision.type === 'approve' ? { decision: 'approve' as const } : decision.type === 'edit' ? { decision: 'edit' as const, arguments: decision.edited_action.args } : { decision: 'reject' as const, ...(decision.message ? { message: decision.message } : {}) };
+        await approvals.decide(userId, waiting[index]!.id, body, 'langgraph');
+      }
+    };
   }
 
   /** Validate, bind the thread to the assistant, apply the multitask strategy, start the run. */
@@ -81,7 +115,9 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     const { userId } = request;
     refuseUnsupported(body);
     const modes = modesOf(body.stream_mode);
-    const content = contentOf(body.input);
+    const decisions = body.command !== undefined ? decisionsOf(body.command, body.input) : undefined;
+    if (decisions && threadId === null) throw new VigilError('UNSUPPORTED_OPTION', 'a stateless run has nothing to resume');
+    const content = decisions ? undefined : contentOf(body.input);
     const metadata = clientMetadata(body.metadata);
     const agent = await resolveAssistant(context, userId, body.assistant_id);
     let thread: ThreadRecord;
@@ -103,6 +139,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       }
     }
     const strategy = body.multitask_strategy ?? 'reject';
+    if (runs.isBusy(thread.id) && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}"; resume once it waits for your decision`);
     if (runs.isBusy(thread.id)) {
       if (strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
       if (strategy === 'interrupt') {
@@ -112,7 +149,9 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         if (active) await runs.cancel(userId, active);
       }
     }
-    const run = await runs.start({ userId, thread, agent, content, metadata, multitaskStrategy: strategy, correlationId: request.id });
+    const run = decisions
+      ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, decide: await decider(userId, thread.id, decisions) })
+      : await runs.start({ userId, thread, agent, content: content!, metadata, multitaskStrategy: strategy, correlationId: request.id });
     const stateless = threadId === null;
     if (stateless && body.on_completion !== 'keep') {
       void run.settled.then(async () => {
@@ -164,11 +203,15 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       const window = query.offset + query.limit;
       const rows = await store.listRuns(userId, threadId, { limit: window, offset: 0 });
       const vigilRuns = await deps.conversations.listRuns(userId, threadId, Math.min(window, 100));
-      const byId = new Map(rows.map((row) => [row.runId, row]));
+      // A protocol row names the vigil run it is (or follows, for a resume).
+      const byId = new Map(rows.map((row) => [row.vigilRunId ?? row.runId, row]));
       // vigil's own runs (follow-ups, schedules, webhooks) are the thread's runs too, with metadata.vigil.trigger.
-      const listed = vigilRuns.map((run) => toRun(run, byId.get(run.id)));
+      const listed: Json[] = vigilRuns.map((run) => {
+        const row = byId.get(run.id);
+        return { ...toRun(run, row), run_id: row?.runId ?? run.id };
+      });
       const seen = new Set(vigilRuns.map((run) => run.id));
-      for (const row of rows) if (!seen.has(row.runId)) listed.push(toRun(undefined, row));
+      for (const row of rows) if (!seen.has(row.vigilRunId ?? row.runId)) listed.push(toRun(undefined, row));
       listed.sort((a, b) => (String(a.created_at) < String(b.created_at) ? 1 : String(a.created_at) > String(b.created_at) ? -1 : 0));
       return listed.filter((run) => !query.status || run.status === query.status).slice(query.offset, window);
     });

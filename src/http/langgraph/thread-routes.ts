@@ -5,18 +5,26 @@ import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { ThreadRecord } from '../../app/ports.js';
 import { countOfCheckpointId, threadMetadata, toState, toThread } from './convert.js';
 import { anyObject, checkpointParams, createThreadBody, errorBody, getThreadQuery, historyBody, searchThreadsBody, stateQuery, threadIdParams, updateThreadBody } from './protocol-schemas.js';
-import { clientMetadata, containsMetadata, describeThread, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, containsMetadata, describeThread, interruptsOf, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
 type Json = Record<string, unknown>;
+
+/** A state whose step waits for a person also shows it in its values, as LangGraph's stream does. */
+function withInterrupt(state: Json): Json {
+  const interrupts = state.interrupts as Json[];
+  return interrupts.length > 0 ? { ...state, values: { ...(state.values as Json), __interrupt__: interrupts } } : state;
+}
 
 /** Threads ↔ vigil threads; their metadata is the protocol's own record (migration 10). */
 export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
   const { deps, store } = context;
   const now = () => new Date().toISOString();
 
-  async function interruptsOf(threadId: string): Promise<Json[]> {
-    if (!deps.approvals || !(await deps.approvals.hasPending(threadId))) return [];
-    return [{ id: threadId, value: { vigil: 'a tool call waits for your decision', approvals: '/api/approvals' } }];
+  /** The latest state carries what waits for a person: interrupts, the task that raised them, `__interrupt__`. */
+  async function waiting(userId: string, threadId: string): Promise<{ interrupts: Json[]; tasks: Json[]; next: string[] }> {
+    const interrupts = await interruptsOf(context, userId, threadId);
+    if (interrupts.length === 0) return { interrupts, tasks: [], next: [] };
+    return { interrupts, tasks: interrupts.map((interrupt) => ({ id: interrupt.id, name: 'agent', interrupts: [interrupt], error: null, checkpoint: null, state: null })), next: ['agent'] };
   }
 
   async function stateOf(userId: string, threadId: string, at?: number): Promise<Json> {
@@ -24,7 +32,7 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
     const messages = await visibleMessages(context, userId, threadId);
     const count = at ?? messages.length;
     if (count > messages.length) throw new VigilError('THREAD_NOT_FOUND', `no checkpoint "vigil-${count}" on thread "${threadId}"`);
-    return toState(thread, messages, count, at === undefined ? { interrupts: await interruptsOf(threadId) } : {});
+    return withInterrupt(toState(thread, messages, count, count === messages.length ? await waiting(userId, threadId) : {}));
   }
 
   return async (app) => {
@@ -134,9 +142,9 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       const beforeObject = typeof body.before === 'object' ? ((body.before.configurable as Json | undefined) ?? body.before) : undefined;
       const before = typeof body.before === 'string' ? body.before : typeof beforeObject?.checkpoint_id === 'string' ? beforeObject.checkpoint_id : undefined;
       const start = before !== undefined ? (countOfCheckpointId(before) ?? 0) - 1 : messages.length;
-      const interrupts = await interruptsOf(thread.id);
+      const latest = await waiting(userId, thread.id);
       const states: Json[] = [];
-      for (let count = start; count >= 0 && states.length < body.limit; count -= 1) states.push(toState(thread, messages, count, count === messages.length ? { interrupts } : {}));
+      for (let count = start; count >= 0 && states.length < body.limit; count -= 1) states.push(withInterrupt(toState(thread, messages, count, count === messages.length ? latest : {})));
       return states;
     });
 

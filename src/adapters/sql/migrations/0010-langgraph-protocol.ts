@@ -1,7 +1,8 @@
 /**
  * Version 10: what the LangGraph Platform API (served beside /api) keeps that vigil's own
  * tables do not: a thread's free-form metadata, and each protocol run's assistant,
- * metadata and multitask strategy (the run itself is vigil's run, in `runs`, once it starts).
+ * metadata and multitask strategy (the run itself is vigil's run, in `runs`, once it starts;
+ * a run that resumes a waiting tool call follows the run the approvals start, `vigil_run_id`).
  */
 import type { Migration } from './migration.js';
 
@@ -20,6 +21,7 @@ const runs = (timestamp: string) => `CREATE TABLE protocol_runs (
   metadata TEXT NOT NULL,
   multitask_strategy TEXT NOT NULL,
   state TEXT NOT NULL,
+  vigil_run_id TEXT,
   created_at ${timestamp} NOT NULL
 )`;
 
