@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@langchain/langgraph-sdk';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
-import { AIMessage, AIMessageChunk, HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import { textOf } from '../../src/domain/message-content.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
@@ -24,10 +24,17 @@ class GatedModel extends BaseChatModel {
     return this;
   }
   override async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const call = toolCall(messages);
+    if (call) return { generations: [{ text: '', message: new AIMessage({ content: '', tool_calls: [{ ...call, type: 'tool_call' }] }) }] };
     const text = reply(messages);
     return { generations: [{ text, message: new AIMessage(text) }] };
   }
   override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+    const call = toolCall(messages);
+    if (call) {
+      yield new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: '', tool_call_chunks: [{ name: call.name, args: JSON.stringify(call.args), id: call.id, index: 0, type: 'tool_call_chunk' }] }) });
+      return;
+    }
     const words = reply(messages).split(' ');
     const hold = lastHuman(messages).includes('[hold]');
     for (const [index, word] of words.entries()) {
@@ -49,7 +56,16 @@ function lastHuman(messages: BaseMessage[]): string {
   return human ? textOf(human.content) : '';
 }
 function reply(messages: BaseMessage[]): string {
+  const last = messages.at(-1);
+  if (last && ToolMessage.isInstance(last)) return `Done: ${textOf(last.content)}`;
   return `Echo: ${lastHuman(messages)}`;
+}
+/** `[remember:<text>]` in a person's message: the model calls memory_write once (until a tool result answers it). */
+function toolCall(messages: BaseMessage[]): { name: string; args: Record<string, unknown>; id: string } | undefined {
+  const last = messages.at(-1);
+  if (!last || ToolMessage.isInstance(last)) return undefined;
+  const match = /\[remember:([^\]]+)\]/.exec(lastHuman(messages));
+  return match ? { name: 'memory_write', args: { content: match[1]! }, id: `call_${randomUUID().slice(0, 8)}` } : undefined;
 }
 
 async function collect(stream: AsyncIterable<{ event: string; data: unknown; id?: string }>): Promise<Array<{ event: string; data: any; id?: string }>> {
@@ -362,6 +378,41 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const fresh = randomUUID();
       await alice.runs.wait(fresh, 'agent', { input, ifNotExists: 'create' });
       expect((await alice.threads.get(fresh)).status).toBe('idle');
+    });
+
+    it('I16: a tool call waiting for approval is an interrupt; command.resume.decisions approves it and the run continues', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Careful' });
+      await server.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+      const thread = await alice.threads.create();
+      const events = await collect(
+        alice.runs.stream(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note this [remember:likes green tea]' }] }, streamMode: ['values', 'updates', 'custom'] }),
+      );
+      const interrupted = events.filter((event) => event.event === 'values').at(-1)!.data;
+      expect(interrupted.__interrupt__[0].value.action_requests).toEqual([{ name: 'memory_write', args: { content: 'likes green tea' }, description: expect.any(String) }]);
+      expect(events.some((event) => event.event === 'updates' && '__interrupt__' in event.data)).toBe(true);
+      expect(events.filter((event) => event.event === 'custom').map((event) => event.data.vigil.type)).toContain('approval.requested');
+      const waiting = await alice.threads.get(thread.thread_id);
+      expect(waiting.status).toBe('interrupted');
+      expect(Object.values(waiting.interrupts ?? {}).flat()).toHaveLength(1);
+      const state = await alice.threads.getState<Json>(thread.thread_id);
+      expect(state.next).toEqual(['agent']);
+      expect(state.tasks[0]!.interrupts).toHaveLength(1);
+      expect((await alice.runs.list(thread.thread_id))[0]!.status).toBe('interrupted');
+      expect(await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).toEqual([]);
+      // Silence is not consent, and nobody else may decide (I12).
+      expect(await statusOf(bob.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } }))).toBe(404);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }, { type: 'approve' }] } } }))).toBe(400);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { goto: 'agent' } }))).toBe(422);
+
+      const resumed = await collect(alice.runs.stream(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } }, streamMode: 'values' }));
+      const final = resumed.filter((event) => event.event === 'values').at(-1)!.data;
+      expect(final.__interrupt__).toBeUndefined();
+      expect(final.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes green tea']);
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('idle');
+      const resumeRun = resumed[0]!.data.run_id as string;
+      expect((await alice.runs.get(thread.thread_id, resumeRun)).status).toBe('success');
+      expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } }))).toBe(422);
     });
 
     it("useStream's calls: create thread, stream messages-tuple + values, history on reload, join a running stream", async () => {

@@ -39,7 +39,8 @@ export async function visibleMessages(context: ProtocolContext, userId: string, 
 }
 
 export async function threadStatus(context: ProtocolContext, threadId: string): Promise<ThreadStatus> {
-  if (context.busyThreads().has(threadId)) return 'busy';
+  // A run of any kind: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
+  if (context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined) return 'busy';
   if (context.deps.approvals && (await context.deps.approvals.hasPending(threadId))) return 'interrupted';
   return 'idle';
 }
