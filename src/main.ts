@@ -84,6 +84,8 @@ export interface StartOptions {
   onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
   /** Test knobs of outbound webhooks: the first retry's delay, failures in a row before disabling. */
   outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
+  /** Test knob of the LangGraph protocol's streams: the silence before a heartbeat comment (default 15 s). */
+  langgraph?: { heartbeatMs?: number };
 }
 
 export interface RunningServer {
@@ -346,6 +348,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       langgraph: {
         store: protocolStore,
         activeRunOf: (threadId) => coordinator.activeRunOf(threadId),
+        ...(options.langgraph?.heartbeatMs !== undefined ? { heartbeatMs: options.langgraph.heartbeatMs } : {}),
         describeGraph: async (kind) => {
           const registered = graphs[kind as keyof typeof graphs];
           if (!registered) throw new Error(`no graph of kind "${kind}"`);

@@ -90,7 +90,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
   let bob: Client;
 
   beforeAll(async () => {
-    server = await startTestServer(backend(), { models: () => new GatedModel({}), environment: { VIGIL_CORS_ORIGINS: 'http://ui.example' } });
+    server = await startTestServer(backend(), { models: () => new GatedModel({}), environment: { VIGIL_CORS_ORIGINS: 'http://ui.example' }, langgraph: { heartbeatMs: 50 } });
     // The SDK's two ways to authenticate: x-api-key (apiKey) and a bearer header.
     alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
     bob = new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: { Authorization: `Bearer ${BOB.token}` }, callerOptions: { maxRetries: 0 } });
@@ -341,6 +341,37 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const interrupting = await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'fourth' }] }, multitaskStrategy: 'interrupt' });
       expect((interrupting as Json).messages.at(-1).content).toBe('Echo: fourth');
       expect((await alice.runs.get(thread.thread_id, held.run_id)).status).toBe('interrupted');
+      GatedModel.held.splice(0);
+    });
+
+    it('a stream that waits sends heartbeats (comments the SDK skips) between events', async () => {
+      // What the SDK hides: read the raw stream of a held run until a heartbeat shows.
+      const thread = await alice.threads.create();
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'beat [hold]' }] } });
+      await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+      const controller = new AbortController();
+      const response = await fetch(`${server.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { 'x-api-key': ALICE.token }, signal: controller.signal });
+      expect(response.headers.get('location')).toBe(`/threads/${thread.thread_id}/runs/${run.run_id}/stream`);
+      const reader = response.body!.getReader();
+      let text = '';
+      while (!text.includes(': heartbeat')) text += new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      expect(text).toMatch(/^event: metadata\ndata: .*\nid: 0\n/);
+      await release();
+      await alice.runs.join(thread.thread_id, run.run_id);
+    });
+
+    it('onDisconnect cancel: dropping the stream cancels the run', async () => {
+      const thread = await alice.threads.create();
+      const controller = new AbortController();
+      let runId: string | undefined;
+      const stream = alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'drop me [hold]' }] }, streamMode: 'messages-tuple', onDisconnect: 'cancel', signal: controller.signal });
+      for await (const part of stream) {
+        if (part.event === 'metadata') runId = (part.data as Json).run_id;
+        if (part.event === 'messages') break;
+      }
+      controller.abort();
+      await waitFor(async () => (await alice.runs.get(thread.thread_id, runId!)).status === 'interrupted', 10_000, 'the run to be cancelled');
       GatedModel.held.splice(0);
     });
 
