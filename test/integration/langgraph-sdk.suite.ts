@@ -467,4 +467,21 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(joinedEvents.at(-1)!.data.messages.at(-1).content).toBe('Echo: later [hold]');
     });
   });
+
+  describe('after a restart', () => {
+    it('thread metadata and protocol runs are stored; joining a finished run answers its final values', async () => {
+      const thread = await alice.threads.create({ metadata: { kept: 'yes' } });
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'before restart' }] }, metadata: { origin: 'sdk' } });
+      await alice.runs.join(thread.thread_id, run.run_id);
+      // The first server's responses are all ones the API document declares.
+      expect(server.undocumented).toEqual([]);
+      server = await server.restart();
+      alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
+      expect((await alice.threads.get(thread.thread_id)).metadata).toMatchObject({ kept: 'yes' });
+      expect(await alice.runs.get(thread.thread_id, run.run_id)).toMatchObject({ status: 'success', metadata: { origin: 'sdk' } });
+      const events = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: 'values' }));
+      expect(events.map((event) => event.event)).toEqual(['metadata', 'values']);
+      expect(events[1]!.data.messages.map((message: Json) => message.content)).toEqual(['before restart', 'Echo: before restart']);
+    });
+  });
 }

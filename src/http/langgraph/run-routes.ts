@@ -9,7 +9,7 @@ import { toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
 import { clientMetadata, pendingApprovals, resolveAssistant, valuesOf, type ProtocolContext } from './protocol-threads.js';
 import type { ProtocolRunManager } from './run-manager.js';
-import { writeFrames } from './run-stream.js';
+import { RunFrames, writeFrames } from './run-stream.js';
 
 type Json = Record<string, unknown>;
 
@@ -241,13 +241,21 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
 
     app.get('/threads/:thread_id/runs/:run_id/stream', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: joinStreamQuery, response: { 200: anyObject, 404: errorBody, 422: errorBody } } }, async (request, reply) => {
       const { userId, params, query } = request;
-      await runDto(userId, params.thread_id, params.run_id);
+      const run = await runDto(userId, params.thread_id, params.run_id);
       if (query.checkpoint_id !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'joining a stream from a checkpoint is not supported');
       const modes = query.stream_mode === undefined ? new Set<StreamMode>(['values', 'updates', 'messages', 'messages-tuple', 'custom']) : modesOf(query.stream_mode);
       const header = request.headers['last-event-id'];
       const after = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : -1;
       const cancelOnDisconnect = query.cancel_on_disconnect === '1' || query.cancel_on_disconnect === 'true';
-      await writeFrames(request, reply, runs.framesOf(params.run_id), {
+      let frames = runs.framesOf(params.run_id);
+      if (!frames && !['pending', 'running'].includes(String(run.status))) {
+        // A run that ended before this process kept its frames (long ago, or on another instance): its outcome.
+        frames = new RunFrames();
+        frames.push('metadata', { run_id: params.run_id, thread_id: params.thread_id, attempt: 1 });
+        frames.push('values', await finalValues(userId, params.thread_id));
+        frames.close();
+      }
+      await writeFrames(request, reply, frames, {
         target: { threadId: params.thread_id, runId: params.run_id },
         modes,
         after,

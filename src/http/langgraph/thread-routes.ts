@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { ThreadRecord } from '../../app/ports.js';
-import { countOfCheckpointId, threadMetadata, toState, toThread } from './convert.js';
+import { countOfCheckpointId, threadMetadata, toMessageDict, toState, toThread } from './convert.js';
 import { anyObject, checkpointParams, createThreadBody, errorBody, getThreadQuery, historyBody, searchThreadsBody, stateQuery, threadIdParams, updateThreadBody } from './protocol-schemas.js';
 import { clientMetadata, containsMetadata, describeThread, interruptsOf, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
@@ -113,7 +113,7 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       return Promise.all(
         page.map(async (row) => {
           const messages = await visibleMessages(context, userId, row.thread.id);
-          return toThread(row.thread, row.metadata, row.status, { messages: messages.map((message) => ({ type: message.type, id: message.id, content: message.content })) });
+          return toThread(row.thread, row.metadata, row.status, { messages: messages.map(toMessageDict) });
         }),
       );
     });
