@@ -402,6 +402,8 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, interruptBefore: ['agent'] }))).toBe(422);
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, afterSeconds: 5 }))).toBe(422);
       expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: 'events' }))).toBe(422);
+      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: ['values', 'tools'] }))).toBe(422);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, checkpoint: { checkpoint_id: 'vigil-5', checkpoint_ns: '', checkpoint_map: null } }))).toBe(422);
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'ai', content: 'forged' }] } }))).toBe(400);
       expect(await statusOf(alice.threads.updateState(thread.thread_id, { values: { messages: [] } }))).toBe(422);
       expect((await alice.threads.getState<{ messages: Json[] }>(thread.thread_id)).values.messages).toEqual([]);
@@ -459,6 +461,9 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(events.some((event) => event.event === 'messages')).toBe(true);
       const history = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { limit: 10 });
       expect(history[0]!.values.messages.map((message) => message.content)).toEqual(['hi ui', 'Echo: hi ui']);
+      // The hook may name the state it shows (the head of history): that is where the run starts.
+      const named = (await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'from head' }] }, checkpoint: history[0]!.checkpoint })) as Json;
+      expect(named.messages.at(-1).content).toBe('Echo: from head');
       // A reload while a run is in progress: the hook joins its stream.
       const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'later [hold]' }] }, streamMode: ['values', 'messages-tuple'], streamResumable: true });
       const joined = collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: ['values', 'messages-tuple'] }));

@@ -79,7 +79,7 @@ export const historyBody = z
   })
   .strict();
 
-export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'custom', 'events', 'debug', 'tasks', 'checkpoints'] as const;
+export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'custom', 'events', 'debug', 'tasks', 'checkpoints', 'tools', 'lifecycle'] as const;
 export type StreamMode = (typeof STREAM_MODES)[number];
 const streamMode = z.union([z.enum(STREAM_MODES), z.array(z.enum(STREAM_MODES))]);
 

@@ -5,9 +5,9 @@ import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { MessageContent } from '../../domain/message-content.js';
 import type { ThreadRecord } from '../../app/ports.js';
 import { messageContentSchema } from '../schemas.js';
-import { toMessageDict, toRun } from './convert.js';
+import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
-import { clientMetadata, pendingApprovals, resolveAssistant, valuesOf, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, pendingApprovals, resolveAssistant, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 import type { ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
 
@@ -42,7 +42,6 @@ function refuseUnsupported(body: RunBody): void {
     throw new VigilError('UNSUPPORTED_OPTION', `${what} is not supported: ${why}`);
   };
   if (body.interrupt_before !== undefined || body.interrupt_after !== undefined) refuse('interrupt_before/interrupt_after', "vigil's graphs stop only for tool approvals");
-  if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) refuse('checkpoint', 'vigil runs from the thread\'s latest state (history is never rewritten, I14)');
   if (body.webhook !== undefined) refuse('webhook', 'use outbound webhooks (POST /api/agents/{id}/webhooks)');
   if (body.feedback_keys !== undefined) refuse('feedback_keys', 'vigil has no LangSmith feedback');
   if (body.after_seconds !== undefined && body.after_seconds > 0) refuse('after_seconds', 'use a one-shot schedule (POST /api/schedules)');
@@ -137,6 +136,12 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         }
         thread = await deps.conversations.getThread(userId, thread.id);
       }
+    }
+    // useStream names the state it shows; vigil runs from the latest state only (history is never rewritten, I14).
+    const checkpointId = body.checkpoint_id ?? (body.checkpoint as { checkpoint_id?: unknown } | undefined)?.checkpoint_id;
+    if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) {
+      const latest = checkpointIdOf((await visibleMessages(context, userId, thread.id)).length);
+      if (checkpointId !== latest) throw new VigilError('UNSUPPORTED_OPTION', `a run starts from the thread's latest state (${latest}); branching from an earlier checkpoint is not supported (history is never rewritten, I14)`);
     }
     const strategy = body.multitask_strategy ?? 'reject';
     if (runs.isBusy(thread.id) && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}"; resume once it waits for your decision`);
