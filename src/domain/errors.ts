@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   THREAD_BUSY: { status: 409, description: 'A run is in progress or waiting on the thread, and the multitask strategy is `reject`.' },
   THREAD_EXISTS: { status: 409, description: 'A thread with this id already exists (LangGraph protocol, if_exists=raise).' },
   ASSISTANT_MISMATCH: { status: 409, description: "The thread already holds messages of another assistant; vigil binds a thread to one agent." },
+  ASSISTANT_HAS_THREADS: { status: 409, description: 'Deleting this assistant (a vigil agent) would delete its threads; ask for that with delete_threads=true.' },
   UNSUPPORTED_OPTION: { status: 422, description: 'A LangGraph protocol option vigil understands but cannot honour; it is refused rather than ignored.' },
   BODY_TOO_LARGE: { status: 413, description: 'The request body exceeds the configured limit (VIGIL_BODY_LIMIT).' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, description: 'The request body is not application/json.' },

@@ -149,8 +149,15 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(bob.assistants.update(id, { name: 'x' }))).toBe(404);
       expect(await statusOf(bob.assistants.delete(id))).toBe(404);
       expect((await bob.assistants.search({ limit: 100 })).map((assistant) => assistant.assistant_id)).not.toContain(id);
-      await alice.assistants.delete(id);
+      expect(await alice.assistants.count({ metadata: { team: 'red' } })).toBe(1);
+      expect((await alice.assistants.getVersions(id)).map((version) => version.version)).toEqual([1]);
+      // Its threads go with it in vigil: only when asked to.
+      const thread = await alice.threads.create();
+      await alice.runs.wait(thread.thread_id, id, { input: { messages: [{ type: 'human', content: 'bind me' }] } });
+      expect(await statusOf(alice.assistants.delete(id))).toBe(409);
+      await alice.assistants.delete(id, { deleteThreads: true });
       expect(await statusOf(alice.assistants.get(id))).toBe(404);
+      expect(await statusOf(alice.threads.get(thread.thread_id))).toBe(404);
     });
   });
 
@@ -167,6 +174,8 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const found = await alice.threads.search({ metadata: { tag }, limit: 10 });
       expect(found.map((entry) => entry.thread_id).sort()).toEqual([thread.thread_id, chosen].sort());
       expect((await alice.threads.search({ metadata: { tag, user: 'alice' } })).map((entry) => entry.thread_id)).toEqual([thread.thread_id]);
+      expect(await alice.threads.count({ metadata: { tag } })).toBe(2);
+      expect(await bob.threads.count({ metadata: { tag } })).toBe(0);
       const updated = await alice.threads.update(thread.thread_id, { metadata: { stage: 'two' } });
       expect(updated.metadata).toMatchObject({ tag, user: 'alice', stage: 'two' });
       expect(await statusOf(alice.threads.update(thread.thread_id, { metadata: { vigil: 'forged' } }))).toBe(400);

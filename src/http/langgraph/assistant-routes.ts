@@ -28,9 +28,22 @@ function agentFieldsOf(body: { config?: Json | undefined; context?: Json | undef
   return { ...(systemPrompt !== undefined ? { systemPrompt } : {}), ...(model !== undefined ? { model: model as string | null } : {}) };
 }
 
+const countAssistantsBody = z.object({ graph_id: z.string().max(64).optional(), name: z.string().max(200).optional(), metadata: z.record(z.string(), z.unknown()).optional() }).strict();
+const versionsBody = z.object({ metadata: z.record(z.string(), z.unknown()).optional(), limit: z.coerce.number().int().min(1).max(1000).default(10), offset: z.coerce.number().int().min(0).default(0) }).strict();
+const latestBody = z.object({ version: z.number().int() }).strict();
+
 /** Assistants ↔ vigil agents. */
 export function assistantRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
   const { deps } = context;
+  const hasThreads = async (userId: string, agentId: string) => {
+    let cursor: string | undefined;
+    do {
+      const page = await deps.conversations.listThreads(userId, { limit: 100, cursor });
+      if (page.threads.some((thread) => thread.agentId === agentId)) return true;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return false;
+  };
   return async (app) => {
     app.post('/assistants', { schema: { tags: ['langgraph'], body: createAssistantBody, response: { 200: anyObject, 409: errorBody, 422: errorBody } } }, async (request) => {
       const { userId, body } = request;
@@ -73,10 +86,37 @@ export function assistantRoutes(context: ProtocolContext): FastifyPluginAsyncZod
       return toAssistant(updated);
     });
 
-    app.delete('/assistants/:assistant_id', { schema: { tags: ['langgraph'], params: assistantIdParams, querystring: deleteAssistantQuery } }, async (request, reply) => {
-      // Deleting a vigil agent deletes its threads too (as DELETE /api/agents/{id} does).
-      await deps.agents.delete(request.userId, request.params.assistant_id);
-      return reply.status(204).send();
+    app.delete('/assistants/:assistant_id', { schema: { tags: ['langgraph'], params: assistantIdParams, querystring: deleteAssistantQuery, response: { 204: z.null(), 404: errorBody, 409: errorBody } } }, async (request, reply) => {
+      const { userId, params, query } = request;
+      const agent = await deps.agents.get(userId, params.assistant_id);
+      // Deleting a vigil agent deletes its threads too (as DELETE /api/agents/{id} does): only when asked to.
+      if (query.delete_threads !== 'true' && (await hasThreads(userId, agent.id))) {
+        throw new VigilError('ASSISTANT_HAS_THREADS', `assistant "${agent.id}" has threads, and deleting it deletes them in vigil; pass delete_threads=true`);
+      }
+      await deps.agents.delete(userId, agent.id);
+      return reply.status(204).send(null);
+    });
+
+    app.post('/assistants/count', { schema: { tags: ['langgraph'], body: countAssistantsBody, response: { 200: z.number().int() } } }, async (request) => {
+      const { userId, body } = request;
+      await deps.agents.getOrCreateDefault(userId);
+      const kind = body.graph_id === 'agent' ? 'chat' : body.graph_id;
+      return (await deps.agents.list(userId))
+        .map(toAssistant)
+        .filter((assistant) => (!kind || assistant.graph_id === kind) && (!body.name || String(assistant.name).toLowerCase().includes(body.name.toLowerCase())) && (!body.metadata || containsMetadata(assistant.metadata as Json, body.metadata))).length;
+    });
+
+    app.post('/assistants/:assistant_id/versions', { schema: { tags: ['langgraph'], params: assistantIdParams, body: versionsBody, response: { 200: z.array(anyObject), 404: errorBody } } }, async (request) => {
+      // vigil keeps no versions of an agent: the current one is version 1, the only one.
+      const assistant = toAssistant(await resolveAssistant(context, request.userId, request.params.assistant_id));
+      const matches = !request.body.metadata || containsMetadata(assistant.metadata as Json, request.body.metadata);
+      return matches && request.body.offset === 0 ? [assistant] : [];
+    });
+
+    app.post('/assistants/:assistant_id/latest', { schema: { tags: ['langgraph'], params: assistantIdParams, body: latestBody, response: { 200: anyObject, 404: errorBody, 422: errorBody } } }, async (request) => {
+      const assistant = toAssistant(await resolveAssistant(context, request.userId, request.params.assistant_id));
+      if (request.body.version !== 1) throw new VigilError('UNSUPPORTED_OPTION', 'vigil keeps no versions of an assistant: version 1 is the current one');
+      return assistant;
     });
 
     app.post('/assistants/search', { schema: { tags: ['langgraph'], body: searchAssistantsBody, response: { 200: z.array(anyObject) } } }, async (request) => {

@@ -9,6 +9,8 @@ import { clientMetadata, containsMetadata, describeThread, interruptsOf, threadS
 
 type Json = Record<string, unknown>;
 
+const countThreadsBody = z.object({ metadata: z.record(z.string(), z.unknown()).optional(), values: z.unknown().optional(), status: z.enum(['idle', 'busy', 'interrupted', 'error']).optional() }).strict();
+
 /** A state whose step waits for a person also shows it in its values, as LangGraph's stream does. */
 function withInterrupt(state: Json): Json {
   const interrupts = state.interrupts as Json[];
@@ -116,6 +118,25 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
           return toThread(row.thread, row.metadata, row.status, { messages: messages.map(toMessageDict) });
         }),
       );
+    });
+
+    app.post('/threads/count', { schema: { tags: ['langgraph'], body: countThreadsBody, response: { 200: z.number().int(), 422: errorBody } } }, async (request) => {
+      const { userId, body } = request;
+      if (body.values !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'counting threads by values is not supported');
+      const stored = await store.threadMetadataOf(userId);
+      const kinds = new Map((await deps.agents.list(userId)).map((agent) => [agent.id, agent.kind]));
+      let count = 0;
+      let cursor: string | undefined;
+      do {
+        const page = await deps.conversations.listThreads(userId, { limit: 100, cursor });
+        for (const thread of page.threads) {
+          if (body.metadata && !containsMetadata(threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId)), body.metadata)) continue;
+          if (body.status && (await threadStatus(context, thread.id)) !== body.status) continue;
+          count += 1;
+        }
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+      return count;
     });
 
     app.get('/threads/:thread_id/state', { schema: { tags: ['langgraph'], params: threadIdParams, querystring: stateQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) =>
