@@ -186,8 +186,9 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(bob.threads.getHistory(thread.thread_id))).toBe(404);
       expect(await statusOf(bob.threads.delete(thread.thread_id))).toBe(404);
       expect(await bob.threads.search({ metadata: { tag } })).toEqual([]);
-      // Bob cannot take Alice's thread id either (and learns nothing about it).
+      // Bob cannot take Alice's thread id either, nor make it with a run; he sees none of it.
       expect(await statusOf(bob.threads.create({ threadId: chosen }))).toBe(409);
+      expect(await statusOf(bob.runs.wait(chosen, 'agent', { input: { messages: [{ type: 'human', content: 'mine?' }] }, ifNotExists: 'create' }))).toBe(409);
       expect(await statusOf(bob.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'hi' }] } }))).toBe(404);
 
       await alice.threads.delete(chosen);

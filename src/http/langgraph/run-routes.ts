@@ -129,7 +129,12 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND' && body.if_not_exists === 'create') return undefined;
         throw error;
       });
-      thread = found ?? (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id }));
+      thread =
+        found ??
+        (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id }).catch((error: unknown) => {
+          // The id is taken by another user's thread: that one stays invisible (I12).
+          throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
+        }));
       if (thread.agentId !== agent.id) {
         if (!(await store.rebindEmptyThread(userId, thread.id, agent.id, new Date().toISOString()))) {
           throw new VigilError('ASSISTANT_MISMATCH', `thread "${thread.id}" holds the conversation of assistant "${thread.agentId}"; start a new thread for "${agent.id}"`);
