@@ -174,6 +174,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const found = await alice.threads.search({ metadata: { tag }, limit: 10 });
       expect(found.map((entry) => entry.thread_id).sort()).toEqual([thread.thread_id, chosen].sort());
       expect((await alice.threads.search({ metadata: { tag, user: 'alice' } })).map((entry) => entry.thread_id)).toEqual([thread.thread_id]);
+      expect(await alice.threads.search({ metadata: { tag, user: 'alice' }, select: ['thread_id', 'status'] })).toEqual([{ thread_id: thread.thread_id, status: 'idle' }]);
       expect(await alice.threads.count({ metadata: { tag } })).toBe(2);
       expect(await bob.threads.count({ metadata: { tag } })).toBe(0);
       const updated = await alice.threads.update(thread.thread_id, { metadata: { stage: 'two' } });

@@ -5,7 +5,7 @@ import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { AgentRecord } from '../../app/ports.js';
 import { GRAPH_IDS, toAssistant } from './convert.js';
 import { anyObject, assistantIdParams, createAssistantBody, deleteAssistantQuery, errorBody, graphQuery, searchAssistantsBody, updateAssistantBody } from './protocol-schemas.js';
-import { containsMetadata, resolveAssistant, type ProtocolContext } from './protocol-threads.js';
+import { containsMetadata, resolveAssistant, selectFields, type ProtocolContext } from './protocol-threads.js';
 
 type Json = Record<string, unknown>;
 
@@ -134,7 +134,7 @@ export function assistantRoutes(context: ProtocolContext): FastifyPluginAsyncZod
       const order = body.sort_order === 'asc' ? 1 : -1;
       assistants.sort((a, b) => (String(a[key]) < String(b[key]) ? -order : String(a[key]) > String(b[key]) ? order : 0));
       agents = [];
-      return assistants.slice(body.offset, body.offset + body.limit);
+      return selectFields(assistants.slice(body.offset, body.offset + body.limit), body.select);
     });
 
     app.get('/assistants/:assistant_id/graph', { schema: { tags: ['langgraph'], params: assistantIdParams, querystring: graphQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) => {

@@ -6,7 +6,7 @@ import { nextFireAfter, scheduleTimingSchema } from '../../domain/schedules/sche
 import type { ScheduleRecord } from '../../app/schedules/schedule-ports.js';
 import type { ScheduleService } from '../../app/schedules/schedule-service.js';
 import { anyObject, errorBody, threadIdParams } from './protocol-schemas.js';
-import { resolveAssistant, type ProtocolContext } from './protocol-threads.js';
+import { resolveAssistant, selectFields, type ProtocolContext } from './protocol-threads.js';
 
 /**
  * Crons ↔ vigil schedules. A cron's input message becomes the schedule's task: at each
@@ -153,7 +153,7 @@ export function cronRoutes(context: ProtocolContext, schedules: ScheduleService)
       const key = body.sort_by ?? 'created_at';
       const order = body.sort_order === 'asc' ? 1 : -1;
       crons.sort((a, b) => (String(a[key]) < String(b[key]) ? -order : String(a[key]) > String(b[key]) ? order : 0));
-      return crons.slice(body.offset, body.offset + body.limit);
+      return selectFields(crons.slice(body.offset, body.offset + body.limit), body.select);
     });
   };
 }

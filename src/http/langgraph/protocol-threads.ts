@@ -93,3 +93,10 @@ export function clientMetadata(metadata: Json | undefined): Json {
 export function containsMetadata(metadata: Json, filter: Json): boolean {
   return Object.entries(filter).every(([key, value]) => JSON.stringify(metadata[key]) === JSON.stringify(value));
 }
+
+/** `select`: only these fields of each item (the SDK's search and list option). */
+export function selectFields(items: Json[], select: string | readonly string[] | undefined): Json[] {
+  if (select === undefined) return items;
+  const fields = typeof select === 'string' ? [select] : select;
+  return items.map((item) => Object.fromEntries(fields.filter((field) => field in item).map((field) => [field, item[field]])));
+}

@@ -7,7 +7,7 @@ import type { ThreadRecord } from '../../app/ports.js';
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
-import { clientMetadata, pendingApprovals, resolveAssistant, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, pendingApprovals, resolveAssistant, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 import type { ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
 
@@ -223,7 +223,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       const seen = new Set(vigilRuns.map((run) => run.id));
       for (const row of rows) if (!seen.has(row.vigilRunId ?? row.runId)) listed.push(toRun(undefined, row));
       listed.sort((a, b) => (String(a.created_at) < String(b.created_at) ? 1 : String(a.created_at) > String(b.created_at) ? -1 : 0));
-      return listed.filter((run) => !query.status || run.status === query.status).slice(query.offset, window);
+      return selectFields(listed.filter((run) => !query.status || run.status === query.status).slice(query.offset, window), query.select);
     });
 
     app.get('/threads/:thread_id/runs/:run_id', { schema: { tags: ['langgraph'], params: threadRunParams, response: { 200: anyObject, 404: errorBody } } }, async (request) =>

@@ -5,7 +5,7 @@ import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { ThreadRecord } from '../../app/ports.js';
 import { countOfCheckpointId, threadMetadata, toMessageDict, toState, toThread } from './convert.js';
 import { anyObject, checkpointParams, createThreadBody, errorBody, getThreadQuery, historyBody, searchThreadsBody, stateQuery, threadIdParams, updateThreadBody } from './protocol-schemas.js';
-import { clientMetadata, containsMetadata, describeThread, interruptsOf, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, containsMetadata, describeThread, interruptsOf, selectFields, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
 type Json = Record<string, unknown>;
 
@@ -112,12 +112,13 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       const value = (row: (typeof rows)[number]) => (key === 'thread_id' ? row.thread.id : key === 'status' ? row.status : key === 'created_at' ? row.thread.createdAt : row.thread.updatedAt);
       rows.sort((a, b) => (value(a) < value(b) ? -order : value(a) > value(b) ? order : 0));
       const page = rows.slice(body.offset, body.offset + body.limit);
-      return Promise.all(
+      const found = await Promise.all(
         page.map(async (row) => {
           const messages = await visibleMessages(context, userId, row.thread.id);
           return toThread(row.thread, row.metadata, row.status, { messages: messages.map(toMessageDict) });
         }),
       );
+      return selectFields(found, body.select);
     });
 
     app.post('/threads/count', { schema: { tags: ['langgraph'], body: countThreadsBody, response: { 200: z.number().int(), 422: errorBody } } }, async (request) => {
