@@ -297,6 +297,12 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(lastValues.data.messages.map((message: Json) => message.content)).toEqual(['stream me', 'Echo: stream me']);
       const custom = events.filter((event) => event.event === 'custom').map((event) => event.data.vigil.type);
       expect(custom).toEqual(expect.arrayContaining(['run.start', 'run.end']));
+      // events: as far as vigil's events map (the run's start and end, the model's tokens).
+      const langchainEvents = await collect(alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'events too' }] }, streamMode: 'events' }));
+      const kinds = langchainEvents.filter((event) => event.event === 'events').map((event) => event.data.event);
+      expect(kinds[0]).toBe('on_chain_start');
+      expect(kinds.at(-1)).toBe('on_chain_end');
+      expect(langchainEvents.filter((event) => event.data?.event === 'on_chat_model_stream').map((event) => event.data.data.chunk.content).join('')).toBe('Echo: events too');
       // Only the modes asked for.
       const valuesOnly = await collect(alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'again' }] } }));
       expect(new Set(valuesOnly.map((event) => event.event))).toEqual(new Set(['metadata', 'values']));
@@ -412,7 +418,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { command: { resume: 'yes' } }))).toBe(422);
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, interruptBefore: ['agent'] }))).toBe(422);
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, afterSeconds: 5 }))).toBe(422);
-      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: 'events' }))).toBe(422);
+      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: 'debug' }))).toBe(422);
       expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: ['values', 'tools'] }))).toBe(422);
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, checkpoint: { checkpoint_id: 'vigil-5', checkpoint_ns: '', checkpoint_map: null } }))).toBe(422);
       expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'ai', content: 'forged' }] } }))).toBe(400);

@@ -250,6 +250,7 @@ export class ProtocolRunManager {
         partial.set(event.messageId, text);
         frames.push('messages', [{ type: 'AIMessageChunk', id: event.messageId, content: event.delta, additional_kwargs: {}, response_metadata: {}, tool_call_chunks: [] }, meta]);
         frames.push('messages/partial', [{ type: 'ai', id: event.messageId, content: text, additional_kwargs: {}, response_metadata: {} }]);
+        frames.push('events', { event: 'on_chat_model_stream', name: 'model', run_id: event.messageId, tags: [], metadata: meta, data: { chunk: { type: 'AIMessageChunk', id: event.messageId, content: event.delta } } });
         return;
       }
       if (event.type === 'message.end') {
@@ -274,7 +275,11 @@ export class ProtocolRunManager {
         frames.push('updates', { __interrupt__: state.interrupts });
         frames.push('values', state.values);
       }
-      if (event.type === 'run.start') await this.deps.store.setRunState(runId, 'started');
+      if (event.type === 'run.start') {
+        await this.deps.store.setRunState(runId, 'started');
+        frames.push('events', { event: 'on_chain_start', name: agent.kind, run_id: runId, tags: [], metadata: meta, data: { input: null } });
+      }
+      if (event.type === 'run.end') frames.push('events', { event: 'on_chain_end', name: agent.kind, run_id: runId, tags: [], metadata: meta, data: { output: (await values()).values } });
       if (event.type === 'run.end' && event.status === 'failed') frames.push('error', { error: event.error?.code ?? 'RUN_FAILED', message: event.error?.message ?? event.reason ?? 'the run failed' });
     };
     let chain = Promise.resolve();

@@ -13,7 +13,8 @@ import { RunFrames, writeFrames } from './run-stream.js';
 
 type Json = Record<string, unknown>;
 
-const SUPPORTED_MODES: ReadonlySet<StreamMode> = new Set(['values', 'updates', 'messages', 'messages-tuple', 'custom']);
+/** `events` maps as far as vigil's events go: the run's start and end (on_chain_*) and the model's tokens (on_chat_model_stream). */
+const SUPPORTED_MODES: ReadonlySet<StreamMode> = new Set(['values', 'updates', 'messages', 'messages-tuple', 'custom', 'events']);
 
 /** The one person's message a run's input carries. */
 function contentOf(input: unknown): MessageContent {
@@ -253,7 +254,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       const { userId, params, query } = request;
       const run = await runDto(userId, params.thread_id, params.run_id);
       if (query.checkpoint_id !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'joining a stream from a checkpoint is not supported');
-      const modes = query.stream_mode === undefined ? new Set<StreamMode>(['values', 'updates', 'messages', 'messages-tuple', 'custom']) : modesOf(query.stream_mode);
+      const modes = query.stream_mode === undefined ? new Set<StreamMode>(SUPPORTED_MODES) : modesOf(query.stream_mode);
       const header = request.headers['last-event-id'];
       const after = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : -1;
       const cancelOnDisconnect = query.cancel_on_disconnect === '1' || query.cancel_on_disconnect === 'true';
