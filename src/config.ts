@@ -54,6 +54,12 @@ export const configSchema = z
     OPENAI_BASE_URL: z.string().url().optional(),
     ANTHROPIC_API_KEY: z.string().min(1).optional(),
     VIGIL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    // Browser origins allowed to call the API (comma-separated, exact origins, or *); unset: no CORS.
+    VIGIL_CORS_ORIGINS: z
+      .string()
+      .optional()
+      .transform((value) => (value ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin.length > 0))
+      .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each origin is * or scheme://host[:port]'))),
     VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
     // Prometheus metrics on a port of their own (no auth there: bind it where only scrapers reach).
     VIGIL_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
@@ -139,6 +145,8 @@ export interface Config {
   readonly anthropicApiKey: string | undefined;
   readonly logLevel: Parsed['VIGIL_LOG_LEVEL'];
   readonly bodyLimit: number;
+  /** Browser origins allowed by CORS (empty: CORS off). */
+  readonly corsOrigins: readonly string[];
   /** Serve /metrics on this port instead of beside the API (undefined: beside the API, behind its auth). */
   readonly metricsPort: number | undefined;
   /** OTLP/HTTP endpoint for OpenTelemetry traces (one trace per run); undefined: no tracing. */
@@ -209,6 +217,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     anthropicApiKey: value.ANTHROPIC_API_KEY,
     logLevel: value.VIGIL_LOG_LEVEL,
     bodyLimit: value.VIGIL_BODY_LIMIT,
+    corsOrigins: Object.freeze([...value.VIGIL_CORS_ORIGINS]),
     metricsPort: value.VIGIL_METRICS_PORT,
     shutdownTimeoutMs: value.VIGIL_SHUTDOWN_TIMEOUT_MS,
     otelEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -68,6 +68,7 @@ import { SqlAutonomyReportRepository } from './adapters/sql/autonomy-report-repo
 import { AutonomyReportService } from './app/autonomy/autonomy-report-service.js';
 import { OutboundWebhookService } from './app/outbound/outbound-webhook-service.js';
 import { SqlOutboundWebhookRepository } from './adapters/sql/outbound-webhook-repository.js';
+import { SqlProtocolStore } from './adapters/sql/protocol-repository.js';
 
 export interface StartOptions {
   /** Replace the model resolver (tests use fake chat models; never the network). */
@@ -87,6 +88,8 @@ export interface StartOptions {
   outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
   /** Test knob: how often runs left `running` by a dead process are looked for (default 30 s). */
   orphanedRunSweepMs?: number;
+  /** Test knob of the LangGraph protocol's streams: the silence before a heartbeat comment (default 15 s). */
+  langgraph?: { heartbeatMs?: number };
 }
 
 export interface RunningServer {
@@ -339,6 +342,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         )
       : undefined;
 
+    const protocolStore = new SqlProtocolStore(storage.context);
+    conversations.onThreadDeleted((thread) => protocolStore.deleteThread(thread.userId, thread.id));
     app = await buildHttpServer({
       logger,
       bodyLimit: config.bodyLimit,
@@ -360,6 +365,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       checkIns: checkInService,
       outboundWebhooks,
       autonomyReports: new AutonomyReportService(new SqlAutonomyReportRepository(storage.context), agents),
+      langgraph: {
+        store: protocolStore,
+        activeRunOf: (threadId) => coordinator.activeRunOf(threadId),
+        ...(options.langgraph?.heartbeatMs !== undefined ? { heartbeatMs: options.langgraph.heartbeatMs } : {}),
+        describeGraph: async (kind) => {
+          const registered = graphs[kind as keyof typeof graphs];
+          if (!registered) throw new Error(`no graph of kind "${kind}"`);
+          // The compiled LangGraph graphs draw themselves; the port type does not promise it.
+          const drawable = registered.graph as unknown as { getGraphAsync?: () => Promise<{ toJSON(): unknown }> };
+          if (!drawable.getGraphAsync) throw new Error(`the ${kind} graph cannot describe itself`);
+          return (await drawable.getGraphAsync()).toJSON() as Record<string, unknown>;
+        },
+      },
+      corsOrigins: config.corsOrigins,
       metrics,
       ...(options.onUndocumentedResponse ? { onUndocumentedResponse: options.onUndocumentedResponse } : {}),
       ...(config.metricsPort === undefined ? { metricsExposition: () => metrics.exposition() } : {}),

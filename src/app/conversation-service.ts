@@ -53,9 +53,10 @@ export class ConversationService {
     private readonly logger: Logger,
   ) {}
 
-  async createThread(userId: string, input: { agentId?: string | undefined; title?: string | undefined }): Promise<ThreadRecord> {
+  /** `id`: chosen by a client (the LangGraph protocol lets it); otherwise a new UUID. */
+  async createThread(userId: string, input: { agentId?: string | undefined; title?: string | undefined; id?: string | undefined }): Promise<ThreadRecord> {
     const agent = input.agentId ? await this.agents.get(userId, input.agentId) : await this.agents.getOrCreateDefault(userId);
-    return this.storage.threads.create({ id: randomUUID(), userId, agentId: agent.id, title: input.title ?? null }, this.clock.now().toISOString());
+    return this.storage.threads.create({ id: input.id ?? randomUUID(), userId, agentId: agent.id, title: input.title ?? null }, this.clock.now().toISOString());
   }
 
   /** Register a hook run on receipt of every person's message (autonomy cancels the thread's timers there, I6). */

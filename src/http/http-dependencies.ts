@@ -13,6 +13,7 @@ import type { PlanService } from '../app/plans/plan-service.js';
 import type { ScheduleService } from '../app/schedules/schedule-service.js';
 import type { EventBus } from '../app/ports.js';
 import type { Metrics } from '../app/metrics.js';
+import type { ProtocolStore } from '../app/langgraph/protocol-store.js';
 import type { Authenticator } from './auth.js';
 import type { TelegramWebhookReceiver } from './routes/channel-routes.js';
 
@@ -57,6 +58,19 @@ export interface HttpDependencies {
   /** Operators' metrics; `/metrics` is served when `exposition` is given (and not on a port of its own). */
   metrics?: Metrics;
   metricsExposition?: () => Promise<{ contentType: string; body: string }>;
+  /** The LangGraph Platform API beside /api (src/http/langgraph); absent: not served. */
+  langgraph?: {
+    store: ProtocolStore;
+    /** The run in progress on a thread, of any trigger (the run coordinator's view). */
+    activeRunOf: (threadId: string) => string | undefined;
+    /** A graph kind's nodes and edges, as LangGraph draws them. */
+    describeGraph?: (kind: string) => Promise<Record<string, unknown>>;
+    heartbeatMs?: number;
+    retentionMs?: number;
+    resumeStartMs?: number;
+  };
+  /** Origins allowed to call the API from a browser (VIGIL_CORS_ORIGINS); none: no CORS headers. */
+  corsOrigins?: readonly string[];
   /** Strict mode (tests): told of every response whose status the API document does not declare. */
   onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
 }

@@ -17,6 +17,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict with the current state',
   413: 'Body larger than VIGIL_BODY_LIMIT (BODY_TOO_LARGE)',
   415: 'Body is not JSON (UNSUPPORTED_MEDIA_TYPE)',
+  422: 'A protocol option vigil cannot honour (UNSUPPORTED_OPTION)',
   429: 'Too many requests',
   500: 'Internal error (INTERNAL)',
 };

@@ -22,9 +22,12 @@ import { threadRoutes } from './routes/thread-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
+import { langgraphRoutes } from './langgraph/index.js';
+import { registerCors } from './cors.js';
+import { packageInfo } from '../package-info.js';
 import { isWebAppPath, registerWebApp } from './web-app.js';
 
-const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json']);
+const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json', '/ok', '/info']);
 /** The API reference is public, like the document it renders. */
 const isPublicPath = (path: string) => PUBLIC_PATHS.has(path) || path === '/docs' || path.startsWith('/docs/');
 
@@ -73,8 +76,11 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
   });
 
+  if (deps.corsOrigins && deps.corsOrigins.length > 0) registerCors(app, deps.corsOrigins);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // A CORS preflight carries no credentials; registerCors answers it.
+    if (request.method === 'OPTIONS' && deps.corsOrigins && deps.corsOrigins.length > 0) return done();
     deps.withLogContext({ requestId: request.id }, () => {
       const path = request.url.split('?')[0] ?? '';
       if (isPublicPath(path) || request.routeOptions.config?.public === true) return done();
@@ -84,7 +90,10 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
       try {
         const token = new URLSearchParams(request.url.split('?')[1] ?? '').get('token') ?? undefined;
         // Browsers cannot set headers on a WebSocket: it may pass ?token= instead.
-        request.userId = deps.auth.authenticate(request.headers.authorization, path === '/api/ws' ? token : undefined);
+        // The LangGraph SDK sends its key as x-api-key: the same tokens, the same users.
+        const apiKey = request.headers['x-api-key'];
+        const authorization = request.headers.authorization ?? (typeof apiKey === 'string' && apiKey.length > 0 ? `Bearer ${apiKey}` : undefined);
+        request.userId = deps.auth.authenticate(authorization, path === '/api/ws' ? token : undefined);
         done();
       } catch (error) {
         const vigilError = toVigilError(error);
@@ -144,6 +153,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   if (deps.autonomyReports) await app.register(autonomyReportRoutes(deps.autonomyReports));
   if (deps.outboundWebhooks) await app.register(outboundWebhookRoutes(deps.outboundWebhooks));
   if (deps.telegramWebhook) await app.register(channelRoutes(deps.telegramWebhook));
+  if (deps.langgraph) await app.register(langgraphRoutes(deps, packageInfo().version));
   registerWebSocket(app, deps);
   return app;
 }

@@ -1,0 +1,134 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { ProtocolRunRecord, ProtocolRunState, ProtocolStore } from '../../app/langgraph/protocol-store.js';
+import type { SqlContext, Timestamp } from './database.js';
+import { checkLimit, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
+
+interface ThreadMetadataTable {
+  thread_id: string;
+  user_id: string;
+  metadata: string;
+  updated_at: Timestamp;
+}
+
+interface ProtocolRunsTable {
+  run_id: string;
+  user_id: string;
+  thread_id: string;
+  assistant_id: string;
+  metadata: string;
+  multitask_strategy: string;
+  state: string;
+  vigil_run_id: string | null;
+  created_at: Timestamp;
+}
+
+interface ThreadsTable {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  message_count: number;
+  updated_at: Timestamp;
+}
+
+type Tables = { protocol_thread_metadata: ThreadMetadataTable; protocol_runs: ProtocolRunsTable; threads: ThreadsTable };
+
+/** The LangGraph protocol's own rows (migration 12), on SQLite and PostgreSQL. */
+export class SqlProtocolStore implements ProtocolStore {
+  readonly #db: Kysely<Tables>;
+
+  constructor(context: SqlContext) {
+    this.#db = context.db.withTables<Tables>() as unknown as Kysely<Tables>;
+  }
+
+  async threadMetadata(userId: string, threadId: string): Promise<Record<string, unknown>> {
+    const row = await this.#db.selectFrom('protocol_thread_metadata').select('metadata').where('thread_id', '=', threadId).where('user_id', '=', userId).executeTakeFirst();
+    return row ? decodeJsonRecord(row.metadata) : {};
+  }
+
+  async threadMetadataOf(userId: string): Promise<Map<string, Record<string, unknown>>> {
+    const rows = await this.#db.selectFrom('protocol_thread_metadata').select(['thread_id', 'metadata']).where('user_id', '=', userId).execute();
+    return new Map(rows.map((row) => [row.thread_id, decodeJsonRecord(row.metadata)]));
+  }
+
+  async setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: string): Promise<void> {
+    const values = { thread_id: threadId, user_id: userId, metadata: encodeJson(metadata), updated_at: isoForDatabase(now) };
+    await this.#db
+      .insertInto('protocol_thread_metadata')
+      .values(values)
+      .onConflict((conflict) => conflict.column('thread_id').doUpdateSet({ metadata: values.metadata, updated_at: values.updated_at }).where('protocol_thread_metadata.user_id', '=', userId))
+      .execute();
+  }
+
+  async deleteThread(userId: string, threadId: string): Promise<void> {
+    await this.#db.deleteFrom('protocol_thread_metadata').where('thread_id', '=', threadId).where('user_id', '=', userId).execute();
+  }
+
+  async rebindEmptyThread(userId: string, threadId: string, agentId: string, now: string): Promise<boolean> {
+    const result = await this.#db
+      .updateTable('threads')
+      .set({ agent_id: agentId, updated_at: isoForDatabase(now) })
+      .where('id', '=', threadId)
+      .where('user_id', '=', userId)
+      .where('message_count', '=', 0)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async createRun(run: ProtocolRunRecord): Promise<void> {
+    await this.#db
+      .insertInto('protocol_runs')
+      .values({
+        run_id: run.runId,
+        user_id: run.userId,
+        thread_id: run.threadId,
+        assistant_id: run.assistantId,
+        metadata: encodeJson(run.metadata),
+        multitask_strategy: run.multitaskStrategy,
+        state: run.state,
+        vigil_run_id: run.vigilRunId,
+        created_at: isoForDatabase(run.createdAt),
+      })
+      .execute();
+  }
+
+  async setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void> {
+    await this.#db
+      .updateTable('protocol_runs')
+      .set({ state, ...(vigilRunId !== undefined ? { vigil_run_id: vigilRunId } : {}) })
+      .where('run_id', '=', runId)
+      .execute();
+  }
+
+  async getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined> {
+    const row = await this.#db.selectFrom('protocol_runs').selectAll().where('run_id', '=', runId).where('user_id', '=', userId).executeTakeFirst();
+    return row && toRun(row);
+  }
+
+  async listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]> {
+    const rows = await this.#db
+      .selectFrom('protocol_runs')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('thread_id', '=', threadId)
+      .orderBy('created_at', 'desc')
+      .orderBy('run_id', 'desc')
+      .limit(checkLimit(options.limit))
+      .offset(options.offset)
+      .execute();
+    return rows.map(toRun);
+  }
+}
+
+function toRun(row: Selectable<ProtocolRunsTable>): ProtocolRunRecord {
+  return {
+    runId: row.run_id,
+    userId: row.user_id,
+    threadId: row.thread_id,
+    assistantId: row.assistant_id,
+    metadata: decodeJsonRecord(row.metadata),
+    multitaskStrategy: row.multitask_strategy,
+    state: row.state as ProtocolRunState,
+    vigilRunId: row.vigil_run_id,
+    createdAt: isoFromDatabase(row.created_at),
+  };
+}

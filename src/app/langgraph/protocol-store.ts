@@ -1,0 +1,37 @@
+/**
+ * What the LangGraph Platform API keeps beside vigil's own records (migration 12). The
+ * runs themselves are vigil's runs (`runs`), started by the run coordinator; a protocol
+ * run row adds what the protocol asks for and exists before the run has its thread's lock.
+ */
+import type { Iso } from '../ports.js';
+
+/** `pending`: waiting for the thread; `started`: vigil's run record tells the rest; `cancelled`/`failed`: it never started. */
+export type ProtocolRunState = 'pending' | 'started' | 'cancelled' | 'failed';
+
+export interface ProtocolRunRecord {
+  runId: string;
+  userId: string;
+  threadId: string;
+  assistantId: string;
+  metadata: Record<string, unknown>;
+  multitaskStrategy: string;
+  state: ProtocolRunState;
+  /** The vigil run this protocol run follows when it is not its own (a resume after approvals); null: the same id. */
+  vigilRunId: string | null;
+  createdAt: Iso;
+}
+
+export interface ProtocolStore {
+  /** Only the owner's rows (I12). */
+  threadMetadata(userId: string, threadId: string): Promise<Record<string, unknown>>;
+  /** Every thread of the user that has metadata: thread id → metadata. */
+  threadMetadataOf(userId: string): Promise<Map<string, Record<string, unknown>>>;
+  setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: Iso): Promise<void>;
+  deleteThread(userId: string, threadId: string): Promise<void>;
+  /** Point a thread with no messages yet at another agent (a protocol thread is bound at its first run). */
+  rebindEmptyThread(userId: string, threadId: string, agentId: string, now: Iso): Promise<boolean>;
+  createRun(run: ProtocolRunRecord): Promise<void>;
+  setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void>;
+  getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined>;
+  listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]>;
+}

@@ -1,0 +1,102 @@
+import type { AgentRecord, StoredMessage, ThreadRecord } from '../../app/ports.js';
+import { VigilError, isVigilError } from '../../domain/errors.js';
+import type { HttpDependencies } from '../http-dependencies.js';
+import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
+import { DEFAULT_GRAPH_ALIASES, threadMetadata, toInterrupt, toThread, type ThreadStatus } from './convert.js';
+import type { ApprovalRecord } from '../../domain/tools/approval.js';
+import { toMessageDict } from './convert.js';
+
+type Json = Record<string, unknown>;
+
+/** What the protocol routes share: the services, the protocol store, and the runs in flight. */
+export interface ProtocolContext {
+  deps: HttpDependencies;
+  store: ProtocolStore;
+  /** Threads with a protocol run in flight (waiting for the thread or running) in this process. */
+  busyThreads: () => ReadonlySet<string>;
+}
+
+/** The user's agent for an assistant id; `chat`/`agent` name the default chat agent. */
+export async function resolveAssistant(context: ProtocolContext, userId: string, assistantId: string): Promise<AgentRecord> {
+  try {
+    return await context.deps.agents.get(userId, assistantId);
+  } catch (error) {
+    if (isVigilError(error) && error.code === 'AGENT_NOT_FOUND' && DEFAULT_GRAPH_ALIASES.has(assistantId)) return context.deps.agents.getOrCreateDefault(userId);
+    throw error;
+  }
+}
+
+/** Every message a person sees on the thread (I2), oldest first. */
+export async function visibleMessages(context: ProtocolContext, userId: string, threadId: string): Promise<StoredMessage[]> {
+  const pages: StoredMessage[][] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await context.deps.conversations.history(userId, threadId, { includeInternal: false, limit: 200, cursor });
+    pages.unshift(page.messages);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return pages.flat();
+}
+
+export async function threadStatus(context: ProtocolContext, threadId: string): Promise<ThreadStatus> {
+  // A run of any kind: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
+  if (context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined) return 'busy';
+  if (context.deps.approvals && (await context.deps.approvals.hasPending(threadId))) return 'interrupted';
+  return 'idle';
+}
+
+export async function kindOf(context: ProtocolContext, thread: ThreadRecord): Promise<string | undefined> {
+  try {
+    return (await context.deps.agents.get(thread.userId, thread.agentId)).kind;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The thread's tool calls waiting for a decision, oldest first. */
+export async function pendingApprovals(context: ProtocolContext, userId: string, threadId: string): Promise<ApprovalRecord[]> {
+  if (!context.deps.approvals) return [];
+  return (await context.deps.approvals.list(userId, { limit: 100, status: 'pending', threadId })).reverse();
+}
+
+/** The thread's interrupts: one per model step whose tool calls wait for a person. */
+export async function interruptsOf(context: ProtocolContext, userId: string, threadId: string): Promise<Json[]> {
+  const steps = new Map<string, ApprovalRecord[]>();
+  for (const approval of await pendingApprovals(context, userId, threadId)) steps.set(approval.messageId, [...(steps.get(approval.messageId) ?? []), approval]);
+  return [...steps.values()].map(toInterrupt);
+}
+
+/** A thread's values: its visible messages (I2), and `__interrupt__` while tool calls wait for a person. */
+export async function valuesOf(context: ProtocolContext, userId: string, threadId: string, interrupts?: Json[]): Promise<Json> {
+  const messages = await visibleMessages(context, userId, threadId);
+  const waiting = interrupts ?? (await interruptsOf(context, userId, threadId));
+  return { messages: messages.map(toMessageDict), ...(waiting.length > 0 ? { __interrupt__: waiting } : {}) };
+}
+
+/** A thread as the protocol shows it, with its values and interrupts. */
+export async function describeThread(context: ProtocolContext, thread: ThreadRecord, stored?: Json): Promise<Json> {
+  const metadata = threadMetadata(thread, stored ?? (await context.store.threadMetadata(thread.userId, thread.id)), await kindOf(context, thread));
+  const interrupts = await interruptsOf(context, thread.userId, thread.id);
+  const values = await valuesOf(context, thread.userId, thread.id, interrupts);
+  return toThread(thread, metadata, await threadStatus(context, thread.id), values, Object.fromEntries(interrupts.map((interrupt) => [interrupt.id as string, [interrupt]])));
+}
+
+/** `metadata.vigil` is vigil's own extension: a client cannot write it. */
+export function clientMetadata(metadata: Json | undefined): Json {
+  if (!metadata) return {};
+  if ('vigil' in metadata) throw new VigilError('VALIDATION_FAILED', 'metadata.vigil is reserved for what vigil reports');
+  const { assistant_id: _assistant, graph_id: _graph, ...rest } = metadata;
+  return rest;
+}
+
+/** Does `metadata` contain every key of `filter` with an equal (JSON) value? */
+export function containsMetadata(metadata: Json, filter: Json): boolean {
+  return Object.entries(filter).every(([key, value]) => JSON.stringify(metadata[key]) === JSON.stringify(value));
+}
+
+/** `select`: only these fields of each item (the SDK's search and list option). */
+export function selectFields(items: Json[], select: string | readonly string[] | undefined): Json[] {
+  if (select === undefined) return items;
+  const fields = typeof select === 'string' ? [select] : select;
+  return items.map((item) => Object.fromEntries(fields.filter((field) => field in item).map((field) => [field, item[field]])));
+}

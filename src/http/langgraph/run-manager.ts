@@ -1,0 +1,295 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AgentRecord, EventBus, StoredMessage, ThreadRecord } from '../../app/ports.js';
+import type { ConversationService } from '../../app/conversation-service.js';
+import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
+import type { RunOutcome } from '../../app/run-coordinator.js';
+import type { MessageContent } from '../../domain/message-content.js';
+import { VigilError, isVigilError } from '../../domain/errors.js';
+import type { VigilEvent } from '../../domain/events.js';
+import { toVigilError } from '../errors.js';
+import { toMessageDict } from './convert.js';
+import { RunFrames } from './run-stream.js';
+
+type Json = Record<string, unknown>;
+
+export interface RunManagerDependencies {
+  conversations: ConversationService;
+  events: EventBus;
+  store: ProtocolStore;
+  logger: Logger;
+  /** Visible messages of a thread (I2), for `values` frames. */
+  visibleMessages: (userId: string, threadId: string) => Promise<StoredMessage[]>;
+  /** The thread's interrupts (tool calls waiting for a person). */
+  interrupts: (userId: string, threadId: string) => Promise<Json[]>;
+  /** How long a finished run's frames stay for joins and reconnects. */
+  retentionMs: number;
+  /** How long a resume waits for the approvals to start the run it follows. */
+  resumeStartMs?: number;
+  /** Is a vigil run (of any trigger) in progress on the thread? */
+  activeRunOf: (threadId: string) => string | undefined;
+}
+
+export interface InFlight {
+  runId: string;
+  userId: string;
+  threadId: string;
+  frames: RunFrames;
+  controller: AbortController;
+  /** Resolves when the run (and what follows it under the thread's lock) is over; the outcome when it ran here. */
+  settled: Promise<RunOutcome | undefined>;
+}
+
+/** VigilEvent types passed to `custom` as vigil's extension (plan progress, approvals, timers, retractions). */
+const CUSTOM_EVENTS: ReadonlySet<string> = new Set([
+  'run.start',
+  'message.retracted',
+  'timer.schedule',
+  'timer.fire',
+  'timer.cancel',
+  'plan.create',
+  'step.start',
+  'step.end',
+  'critic.decide',
+  'plan.complete',
+  'approval.requested',
+  'approval.decided',
+  'approval.expired',
+  'approval.expiring',
+  'run.end',
+]);
+
+interface RunShape {
+  runId: string;
+  userId: string;
+  thread: ThreadRecord;
+  agent: AgentRecord;
+  metadata: Json;
+  multitaskStrategy: string;
+}
+
+/**
+ * Protocol runs: each is a person's message sent through the conversation service, so it
+ * runs on the run coordinator like any other (one run per thread, I8; pre-emption of
+ * autonomy; autonomy planned after it). This keeps the frames each run streamed, so
+ * streams, joins and reconnects read one record.
+ */
+export class ProtocolRunManager {
+  private readonly inFlight = new Map<string, InFlight>(); // runId →
+  private readonly finished = new Map<string, RunFrames>(); // runId → frames, for a while
+
+  constructor(private readonly deps: RunManagerDependencies) {}
+
+  busyThreads(): Set<string> {
+    return new Set([...this.inFlight.values()].map((run) => run.threadId));
+  }
+
+  /** Runs of this process in flight on the thread, oldest first. */
+  inFlightOn(threadId: string): InFlight[] {
+    return [...this.inFlight.values()].filter((run) => run.threadId === threadId);
+  }
+
+  activeRunOf(threadId: string): string | undefined {
+    return this.deps.activeRunOf(threadId);
+  }
+
+  isBusy(threadId: string): boolean {
+    return this.inFlightOn(threadId).length > 0 || this.deps.activeRunOf(threadId) !== undefined;
+  }
+
+  framesOf(runId: string): RunFrames | undefined {
+    return this.inFlight.get(runId)?.frames ?? this.finished.get(runId);
+  }
+
+  /** Wait for a run of this process to settle (false when it is not in flight here). */
+  async settle(runId: string): Promise<boolean> {
+    const run = this.inFlight.get(runId);
+    if (!run) return false;
+    await run.settled;
+    return true;
+  }
+
+  /** Cancel a run: abort it while it waits for the thread, or ask the coordinator to stop it. */
+  async cancel(userId: string, runId: string): Promise<void> {
+    const run = this.inFlight.get(runId);
+    if (run && run.userId === userId) run.controller.abort(new VigilError('RUN_CANCELLED', 'the run was cancelled'));
+    const row = await this.deps.store.getRun(userId, runId);
+    try {
+      await this.deps.conversations.cancelRun(userId, row?.vigilRunId ?? runId);
+    } catch (error) {
+      // Not started yet: the abort above stops it before it starts.
+      if (!(isVigilError(error) && error.code === 'RUN_NOT_FOUND')) throw error;
+    }
+  }
+
+  /**
+   * Record the protocol run and start it in the background: a person's message on the
+   * thread, waiting for the thread when another run holds it.
+   */
+  async start(input: Omit<RunShape, 'runId'> & { content: MessageContent; correlationId: string }): Promise<InFlight> {
+    const shape = { ...input, runId: randomUUID() };
+    await this.record(shape);
+    const { frames, handle, finish } = this.tracker(shape);
+    let started = false;
+    const unsubscribe = this.deps.events.subscribe(shape.thread.id, (event) => {
+      const ours = 'runId' in event && event.runId === shape.runId;
+      if (ours && event.type === 'run.start') started = true;
+      // Timer events carry no run id: those between this run's start and its end are its follow-up plans.
+      if (ours || (started && event.type.startsWith('timer.'))) handle(event);
+    });
+    const controller = new AbortController();
+    const settled = this.deps.conversations
+      .sendMessage(shape.userId, shape.thread.id, input.content, { runId: shape.runId, correlationId: input.correlationId, signal: controller.signal })
+      .then(
+        (outcome) => outcome,
+        async (error: unknown) => {
+          const vigilError = toVigilError(error);
+          if (!started) await this.deps.store.setRunState(shape.runId, vigilError.code === 'RUN_CANCELLED' ? 'cancelled' : 'failed');
+          frames.push('error', { error: vigilError.code, message: vigilError.message });
+          return undefined;
+        },
+      )
+      .finally(async () => {
+        unsubscribe();
+        await finish();
+      });
+    return this.track(shape, frames, controller, settled);
+  }
+
+  /**
+   * A resume (`command.resume.decisions`): `decide` records the person's decisions on the
+   * waiting tool calls, and the approvals start the run that continues the thread (I16);
+   * this protocol run follows that run's events to its end.
+   */
+  async resume(input: Omit<RunShape, 'runId'> & { decide: () => Promise<void> }): Promise<InFlight> {
+    const shape = { ...input, runId: randomUUID() };
+    await this.record(shape);
+    const { frames, handle, finish } = this.tracker(shape);
+    let followed: string | undefined;
+    let armed = false;
+    let ended!: () => void;
+    const done = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    const unsubscribe = this.deps.events.subscribe(shape.thread.id, (event) => {
+      if (!armed || !('runId' in event) || event.runId === undefined) return;
+      if (followed === undefined && event.type === 'run.start') {
+        followed = event.runId;
+        void this.deps.store.setRunState(shape.runId, 'started', followed);
+      }
+      if (event.runId !== followed) return;
+      handle(event);
+      if (event.type === 'run.end') ended();
+    });
+    const controller = new AbortController();
+    const settled = (async () => {
+      try {
+        armed = true;
+        await input.decide();
+        const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.deps.resumeStartMs ?? 60_000).unref());
+        const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+        const result = await Promise.race([done.then(() => 'ended' as const), timeout, aborted]);
+        if (result !== 'ended' && followed === undefined) {
+          await this.deps.store.setRunState(shape.runId, result === 'aborted' ? 'cancelled' : 'failed');
+          frames.push('error', { error: result === 'aborted' ? 'RUN_CANCELLED' : 'RESUME_NOT_STARTED', message: result === 'aborted' ? 'the run was cancelled' : 'the decisions were recorded, but no run continued the thread in time' });
+        } else if (result !== 'ended') await done;
+      } catch (error) {
+        const vigilError = toVigilError(error);
+        await this.deps.store.setRunState(shape.runId, 'failed');
+        frames.push('error', { error: vigilError.code, message: vigilError.message });
+      } finally {
+        unsubscribe();
+        await finish();
+      }
+      return undefined;
+    })();
+    return this.track(shape, frames, controller, settled);
+  }
+
+  private async record(shape: RunShape): Promise<void> {
+    await this.deps.store.createRun({
+      runId: shape.runId,
+      userId: shape.userId,
+      threadId: shape.thread.id,
+      assistantId: shape.agent.id,
+      metadata: shape.metadata,
+      multitaskStrategy: shape.multitaskStrategy,
+      state: 'pending',
+      vigilRunId: null,
+      createdAt: new Date().toISOString(),
+    });
+  }
+
+  private track(shape: RunShape, frames: RunFrames, controller: AbortController, settled: Promise<RunOutcome | undefined>): InFlight {
+    const run: InFlight = { runId: shape.runId, userId: shape.userId, threadId: shape.thread.id, frames, controller, settled };
+    this.inFlight.set(shape.runId, run);
+    void settled.then(() => {
+      this.inFlight.delete(shape.runId);
+      this.finished.set(shape.runId, frames);
+      setTimeout(() => this.finished.delete(shape.runId), this.deps.retentionMs).unref();
+    });
+    return run;
+  }
+
+  /** The frames of one protocol run, and how vigil's events become them (in order, one at a time). */
+  private tracker(shape: RunShape): { frames: RunFrames; handle: (event: VigilEvent) => void; finish: () => Promise<void> } {
+    const { userId, thread, agent, runId } = shape;
+    const frames = new RunFrames();
+    frames.push('metadata', { run_id: runId, thread_id: thread.id, attempt: 1 });
+    const partial = new Map<string, string>();
+    const meta = { run_id: runId, thread_id: thread.id, assistant_id: agent.id, graph_id: agent.kind, langgraph_node: 'agent' };
+    const values = async () => {
+      const messages = await this.deps.visibleMessages(userId, thread.id);
+      const interrupts = await this.deps.interrupts(userId, thread.id);
+      return { messages, values: { messages: messages.map(toMessageDict), ...(interrupts.length > 0 ? { __interrupt__: interrupts } : {}) }, interrupts };
+    };
+    const translate = async (event: VigilEvent) => {
+      if (event.type === 'message.delta') {
+        const text = (partial.get(event.messageId) ?? '') + event.delta;
+        if (!partial.has(event.messageId)) frames.push('messages/metadata', { [event.messageId]: { metadata: meta } });
+        partial.set(event.messageId, text);
+        frames.push('messages', [{ type: 'AIMessageChunk', id: event.messageId, content: event.delta, additional_kwargs: {}, response_metadata: {}, tool_call_chunks: [] }, meta]);
+        frames.push('messages/partial', [{ type: 'ai', id: event.messageId, content: text, additional_kwargs: {}, response_metadata: {} }]);
+        frames.push('events', { event: 'on_chat_model_stream', name: 'model', run_id: event.messageId, tags: [], metadata: meta, data: { chunk: { type: 'AIMessageChunk', id: event.messageId, content: event.delta } } });
+        return;
+      }
+      if (event.type === 'message.end') {
+        const state = await values();
+        const stored = state.messages.find((message) => message.id === event.message.id);
+        if (stored) {
+          const dict = toMessageDict(stored);
+          if (stored.type === 'ai') {
+            // A reply that was not streamed token by token still reaches messages-tuple clients, once.
+            if (typeof event.message.metadata.streamedAs !== 'string') frames.push('messages', [{ ...dict, type: 'AIMessageChunk' }, meta]);
+            frames.push('messages/complete', [dict]);
+          }
+          frames.push('updates', { [stored.type === 'human' ? '__input__' : 'agent']: { messages: [dict] } });
+        }
+        frames.push('values', state.values);
+        return;
+      }
+      if (CUSTOM_EVENTS.has(event.type)) frames.push('custom', { vigil: event });
+      if (event.type === 'approval.requested') {
+        // The run stops to wait for a person: the state now carries the interrupt.
+        const state = await values();
+        frames.push('updates', { __interrupt__: state.interrupts });
+        frames.push('values', state.values);
+      }
+      if (event.type === 'run.start') {
+        await this.deps.store.setRunState(runId, 'started');
+        frames.push('events', { event: 'on_chain_start', name: agent.kind, run_id: runId, tags: [], metadata: meta, data: { input: null } });
+      }
+      if (event.type === 'run.end') frames.push('events', { event: 'on_chain_end', name: agent.kind, run_id: runId, tags: [], metadata: meta, data: { output: (await values()).values } });
+      if (event.type === 'run.end' && event.status === 'failed') frames.push('error', { error: event.error?.code ?? 'RUN_FAILED', message: event.error?.message ?? event.reason ?? 'the run failed' });
+    };
+    let chain = Promise.resolve();
+    const handle = (event: VigilEvent) => {
+      chain = chain.then(() => translate(event)).catch((error: unknown) => this.deps.logger.error({ err: error, runId }, 'a protocol stream frame failed'));
+    };
+    const finish = async () => {
+      await chain;
+      frames.close();
+    };
+    return { frames, handle, finish };
+  }
+}

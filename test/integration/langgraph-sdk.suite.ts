@@ -1,0 +1,509 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@langchain/langgraph-sdk';
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
+import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
+import { textOf } from '../../src/domain/message-content.js';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+type Json = Record<string, any>;
+
+/**
+ * A fake chat model: answers "Echo: <text>" word by word. A person's text with `[hold]`
+ * streams its first word, then waits until the test releases it (or the run is cancelled).
+ */
+class GatedModel extends BaseChatModel {
+  static held: Array<() => void> = [];
+  override _llmType(): string {
+    return 'gated-fake';
+  }
+  override bindTools(): this {
+    return this;
+  }
+  override async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const call = toolCall(messages);
+    if (call) return { generations: [{ text: '', message: new AIMessage({ content: '', tool_calls: [{ ...call, type: 'tool_call' }] }) }] };
+    const text = reply(messages);
+    return { generations: [{ text, message: new AIMessage(text) }] };
+  }
+  override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+    const call = toolCall(messages);
+    if (call) {
+      yield new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: '', tool_call_chunks: [{ name: call.name, args: JSON.stringify(call.args), id: call.id, index: 0, type: 'tool_call_chunk' }] }) });
+      return;
+    }
+    const words = reply(messages).split(' ');
+    const hold = lastHuman(messages).includes('[hold]');
+    for (const [index, word] of words.entries()) {
+      const text = index === 0 ? word : ` ${word}`;
+      yield new ChatGenerationChunk({ text, message: new AIMessageChunk({ content: text }) });
+      await runManager?.handleLLMNewToken(text);
+      if (hold && index === 0) {
+        await new Promise<void>((resolve, reject) => {
+          GatedModel.held.push(resolve);
+          options.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        });
+      }
+    }
+  }
+}
+
+function lastHuman(messages: BaseMessage[]): string {
+  const human = [...messages].reverse().find((message) => HumanMessage.isInstance(message));
+  return human ? textOf(human.content) : '';
+}
+function reply(messages: BaseMessage[]): string {
+  const last = messages.at(-1);
+  if (last && ToolMessage.isInstance(last)) return `Done: ${textOf(last.content)}`;
+  return `Echo: ${lastHuman(messages)}`;
+}
+/** `[remember:<text>]` in a person's message: the model calls memory_write once (until a tool result answers it). */
+function toolCall(messages: BaseMessage[]): { name: string; args: Record<string, unknown>; id: string } | undefined {
+  const last = messages.at(-1);
+  if (!last || ToolMessage.isInstance(last)) return undefined;
+  const match = /\[remember:([^\]]+)\]/.exec(lastHuman(messages));
+  return match ? { name: 'memory_write', args: { content: match[1]! }, id: `call_${randomUUID().slice(0, 8)}` } : undefined;
+}
+
+async function collect(stream: AsyncIterable<{ event: string; data: unknown; id?: string }>): Promise<Array<{ event: string; data: any; id?: string }>> {
+  const events: Array<{ event: string; data: any; id?: string }> = [];
+  for await (const part of stream) events.push(part as { event: string; data: any; id?: string });
+  return events;
+}
+
+async function statusOf(promise: Promise<unknown>): Promise<number | undefined> {
+  try {
+    await promise;
+    return undefined;
+  } catch (error) {
+    return (error as { status?: number }).status;
+  }
+}
+
+/** The LangGraph Platform API, driven only through the official @langchain/langgraph-sdk client. */
+export function langgraphSdkSuite(backend: () => Backend): void {
+  let server: TestServer;
+  let alice: Client;
+  let bob: Client;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend(), { models: () => new GatedModel({}), environment: { VIGIL_CORS_ORIGINS: 'http://ui.example' }, langgraph: { heartbeatMs: 50 } });
+    // The SDK's two ways to authenticate: x-api-key (apiKey) and a bearer header.
+    alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
+    bob = new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: { Authorization: `Bearer ${BOB.token}` }, callerOptions: { maxRetries: 0 } });
+  });
+  afterAll(async () => {
+    for (const release of GatedModel.held.splice(0)) release();
+    await server?.destroy();
+  });
+
+  const release = async () => {
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'a held model call');
+    GatedModel.held.shift()!();
+  };
+
+  describe('info, auth and CORS', () => {
+    it('GET /info and /ok answer without a key; the API needs one', async () => {
+      const info = await server.request('GET', '/info', { token: '' });
+      expect(info.status).toBe(200);
+      expect(info.body.flags.assistants).toBe(true);
+      expect((await server.request('GET', '/ok', { token: '' })).body).toEqual({ ok: true });
+      const anonymous = new Client({ apiUrl: server.url, apiKey: null, callerOptions: { maxRetries: 0 } });
+      expect(await statusOf(anonymous.threads.search())).toBe(401);
+      const wrong = new Client({ apiUrl: server.url, apiKey: 'not-a-token', callerOptions: { maxRetries: 0 } });
+      expect(await statusOf(wrong.assistants.search())).toBe(401);
+    });
+
+    it('CORS: a preflight from an allowed origin is answered; another origin gets no CORS headers', async () => {
+      const preflight = await fetch(`${server.url}/threads/search`, { method: 'OPTIONS', headers: { origin: 'http://ui.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key, content-type' } });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('http://ui.example');
+      expect(preflight.headers.get('access-control-allow-headers')).toContain('x-api-key');
+      const other = await fetch(`${server.url}/ok`, { headers: { origin: 'http://evil.example' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    });
+  });
+
+  describe('assistants ↔ agents', () => {
+    it('create, get, search, update, graph, schemas, delete; another user gets 404 (I12)', async () => {
+      const created = await alice.assistants.create({ graphId: 'agent', name: 'Helper', metadata: { team: 'red' }, context: { system_prompt: 'Be brief.' } });
+      expect(created).toMatchObject({ graph_id: 'chat', name: 'Helper', metadata: { team: 'red' } });
+      const id = created.assistant_id;
+      expect((await alice.assistants.get(id)).context).toMatchObject({ system_prompt: 'Be brief.' });
+      const found = await alice.assistants.search({ metadata: { team: 'red' } });
+      expect(found.map((assistant) => assistant.assistant_id)).toEqual([id]);
+      expect((await alice.assistants.search({ graphId: 'agent', limit: 100 })).map((assistant) => assistant.assistant_id)).toEqual(expect.arrayContaining([id, 'default']));
+      const updated = await alice.assistants.update(id, { name: 'Renamed', metadata: { tier: 2 } });
+      expect(updated).toMatchObject({ name: 'Renamed', metadata: { team: 'red', tier: 2 } });
+      const graph = await alice.assistants.getGraph(id);
+      expect(JSON.stringify(graph)).toContain('__start__');
+      const schemas = await alice.assistants.getSchemas(id);
+      expect(schemas.input_schema).toMatchObject({ required: ['messages'] });
+      expect(await statusOf(alice.assistants.create({ graphId: 'chat', assistantId: id }))).toBe(409);
+      expect((await alice.assistants.create({ graphId: 'chat', assistantId: id, ifExists: 'do_nothing' })).name).toBe('Renamed');
+      expect(await statusOf(alice.assistants.update(id, { config: { configurable: { temperature: 1 } } }))).toBe(422);
+      expect(await statusOf(bob.assistants.get(id))).toBe(404);
+      expect(await statusOf(bob.assistants.update(id, { name: 'x' }))).toBe(404);
+      expect(await statusOf(bob.assistants.delete(id))).toBe(404);
+      expect((await bob.assistants.search({ limit: 100 })).map((assistant) => assistant.assistant_id)).not.toContain(id);
+      expect(await alice.assistants.count({ metadata: { team: 'red' } })).toBe(1);
+      expect((await alice.assistants.getVersions(id)).map((version) => version.version)).toEqual([1]);
+      // Its threads go with it in vigil: only when asked to.
+      const thread = await alice.threads.create();
+      await alice.runs.wait(thread.thread_id, id, { input: { messages: [{ type: 'human', content: 'bind me' }] } });
+      expect(await statusOf(alice.assistants.delete(id))).toBe(409);
+      await alice.assistants.delete(id, { deleteThreads: true });
+      expect(await statusOf(alice.assistants.get(id))).toBe(404);
+      expect(await statusOf(alice.threads.get(thread.thread_id))).toBe(404);
+    });
+  });
+
+  describe('threads', () => {
+    it('create with metadata and ifExists, get, search by metadata, update (merge), delete; another user gets 404 (I12)', async () => {
+      const tag = randomUUID();
+      const thread = await alice.threads.create({ metadata: { tag, user: 'alice' } });
+      expect(thread).toMatchObject({ status: 'idle', metadata: { tag, user: 'alice' }, values: { messages: [] } });
+      const chosen = randomUUID();
+      await alice.threads.create({ threadId: chosen, metadata: { tag } });
+      expect(await statusOf(alice.threads.create({ threadId: chosen }))).toBe(409);
+      expect((await alice.threads.create({ threadId: chosen, ifExists: 'do_nothing' })).thread_id).toBe(chosen);
+      expect((await alice.threads.get(thread.thread_id)).metadata?.tag).toBe(tag);
+      const found = await alice.threads.search({ metadata: { tag }, limit: 10 });
+      expect(found.map((entry) => entry.thread_id).sort()).toEqual([thread.thread_id, chosen].sort());
+      expect((await alice.threads.search({ metadata: { tag, user: 'alice' } })).map((entry) => entry.thread_id)).toEqual([thread.thread_id]);
+      expect(await alice.threads.search({ metadata: { tag, user: 'alice' }, select: ['thread_id', 'status'] })).toEqual([{ thread_id: thread.thread_id, status: 'idle' }]);
+      expect(await alice.threads.count({ metadata: { tag } })).toBe(2);
+      expect(await bob.threads.count({ metadata: { tag } })).toBe(0);
+      const updated = await alice.threads.update(thread.thread_id, { metadata: { stage: 'two' } });
+      expect(updated.metadata).toMatchObject({ tag, user: 'alice', stage: 'two' });
+      expect(await statusOf(alice.threads.update(thread.thread_id, { metadata: { vigil: 'forged' } }))).toBe(400);
+
+      expect(await statusOf(bob.threads.get(thread.thread_id))).toBe(404);
+      expect(await statusOf(bob.threads.update(thread.thread_id, { metadata: { x: 1 } }))).toBe(404);
+      expect(await statusOf(bob.threads.getState(thread.thread_id))).toBe(404);
+      expect(await statusOf(bob.threads.getHistory(thread.thread_id))).toBe(404);
+      expect(await statusOf(bob.threads.delete(thread.thread_id))).toBe(404);
+      expect(await bob.threads.search({ metadata: { tag } })).toEqual([]);
+      // Bob cannot take Alice's thread id either, nor make it with a run; he sees none of it.
+      expect(await statusOf(bob.threads.create({ threadId: chosen }))).toBe(409);
+      expect(await statusOf(bob.runs.wait(chosen, 'agent', { input: { messages: [{ type: 'human', content: 'mine?' }] }, ifNotExists: 'create' }))).toBe(409);
+      expect(await statusOf(bob.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'hi' }] } }))).toBe(404);
+
+      await alice.threads.delete(chosen);
+      expect(await statusOf(alice.threads.get(chosen))).toBe(404);
+    });
+  });
+
+  describe('store ↔ memory', () => {
+    it("put, get, search, list namespaces, delete, as the agent's vigil memory; another user gets 404 (I12)", async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Rememberer' });
+      const namespace = ['memories', assistant.assistant_id];
+      const key = randomUUID();
+      await alice.store.putItem(namespace, key, { content: 'Alice prefers green tea' });
+      expect((await alice.store.getItem(namespace, key))?.value).toEqual({ content: 'Alice prefers green tea' });
+      // It is a vigil memory of that agent.
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['Alice prefers green tea']);
+      await alice.store.putItem(namespace, key, { content: 'Alice prefers black tea' });
+      const hits = await alice.store.searchItems(namespace, { query: 'tea' });
+      expect(hits.items.map((item) => [item.key, item.value.content])).toEqual([[key, 'Alice prefers black tea']]);
+      expect((await alice.store.listNamespaces({ prefix: ['memories'] })).namespaces).toContainEqual(namespace);
+      expect(await statusOf(alice.store.putItem(['somewhere', 'else'], randomUUID(), { content: 'x' }))).toBe(422);
+      expect(await statusOf(alice.store.putItem(namespace, randomUUID(), { text: 'not content' }))).toBe(422);
+      expect(await statusOf(bob.store.getItem(namespace, key))).toBe(404);
+      expect(await statusOf(bob.store.deleteItem(namespace, key))).toBe(404);
+      expect((await bob.store.searchItems(['memories'], { query: 'tea' })).items).toEqual([]);
+      await alice.store.deleteItem(namespace, key);
+      expect(await statusOf(alice.store.getItem(namespace, key))).toBe(404);
+    });
+  });
+
+  describe('crons ↔ schedules', () => {
+    it('create on a thread and stateless, search, pause, delete; another user gets 404 (I12)', async () => {
+      const thread = await alice.threads.create();
+      const onThread = await alice.crons.createForThread(thread.thread_id, 'agent', { schedule: '0 9 * * 1', timezone: 'Europe/Berlin', input: { messages: [{ type: 'human', content: 'Weekly summary' }] } });
+      expect(onThread).toMatchObject({ thread_id: thread.thread_id, schedule: '0 9 * * 1', enabled: true });
+      expect((onThread as Json).next_run_date).toEqual(expect.any(String));
+      const schedule = await server.services.schedules.get(ALICE.id, onThread.cron_id);
+      expect(schedule).toMatchObject({ target: 'thread', threadId: thread.thread_id, task: 'Weekly summary', timing: { kind: 'cron', cron: '0 9 * * 1', timezone: 'Europe/Berlin' } });
+      const stateless = await alice.crons.create('agent', { schedule: '30 7 * * *', input: { messages: [{ type: 'human', content: 'Daily digest' }] } });
+      expect(stateless.thread_id).toBeNull();
+      const mine = await alice.crons.search({ threadId: thread.thread_id });
+      expect(mine.map((cron) => cron.cron_id)).toEqual([onThread.cron_id]);
+      const paused = await alice.crons.update(onThread.cron_id, { enabled: false });
+      expect(paused).toMatchObject({ enabled: false, next_run_date: null });
+      expect(await statusOf(alice.crons.create('agent', { schedule: 'not a cron', input: { messages: [{ type: 'human', content: 'x' }] } }))).toBe(400);
+      expect(await statusOf(alice.crons.create('agent', { schedule: '* * * * *', input: { messages: [{ type: 'human', content: 'x' }] }, webhook: 'https://example.com' }))).toBe(422);
+      expect(await statusOf(bob.crons.update(onThread.cron_id, { enabled: true }))).toBe(404);
+      expect(await statusOf(bob.crons.delete(onThread.cron_id))).toBe(404);
+      expect(await statusOf(bob.crons.createForThread(thread.thread_id, 'agent', { schedule: '* * * * *', input: { messages: [{ type: 'human', content: 'x' }] } }))).toBe(404);
+      expect(await bob.crons.search()).toEqual([]);
+      await alice.crons.delete(onThread.cron_id);
+      await alice.crons.delete(stateless.cron_id);
+      expect(await alice.crons.search({ threadId: thread.thread_id })).toEqual([]);
+    });
+  });
+
+  describe('runs', () => {
+    it('wait: the final values; state and history show visible messages only (I2), vigil runs listed with metadata.vigil', async () => {
+      const thread = await alice.threads.create();
+      const values = (await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'hello there' }] }, metadata: { source: 'sdk' } })) as Json;
+      expect(values.messages.map((message: Json) => [message.type, message.content])).toEqual([
+        ['human', 'hello there'],
+        ['ai', 'Echo: hello there'],
+      ]);
+      // A system-started run writes a synthetic message (internal): never in values, state or history.
+      await server.services.conversations.runTriggered(ALICE.id, thread.thread_id, {
+        trigger: 'cron',
+        input: new HumanMessage({ id: randomUUID(), content: 'scheduled check', additional_kwargs: { synthetic: true, trigger_type: 'cron', trigger_reason: 'test' } }),
+      });
+      const state = await alice.threads.getState<{ messages: Json[] }>(thread.thread_id);
+      const contents = state.values.messages.map((message) => message.content);
+      expect(contents).not.toContain('scheduled check');
+      expect(contents).toEqual(['hello there', 'Echo: hello there', 'Echo: scheduled check']);
+      const history = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { limit: 2 });
+      expect(history.map((entry) => entry.values.messages.length)).toEqual([3, 2]);
+      expect(history[0]!.checkpoint.checkpoint_id).toBe(state.checkpoint.checkpoint_id);
+      const earlier = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { before: { configurable: { checkpoint_id: history[1]!.checkpoint.checkpoint_id } } });
+      expect(earlier[0]!.values.messages.length).toBe(1);
+      const runs = await alice.runs.list(thread.thread_id);
+      expect(runs.map((run) => [run.status, (run.metadata as Json).vigil.trigger])).toEqual([
+        ['success', 'cron'],
+        ['success', 'user'],
+      ]);
+      expect(runs[1]!.metadata).toMatchObject({ source: 'sdk' });
+      expect((await alice.runs.get(thread.thread_id, runs[1]!.run_id)).assistant_id).toBe('default');
+      expect(await statusOf(bob.runs.get(thread.thread_id, runs[1]!.run_id))).toBe(404);
+      expect(await statusOf(bob.runs.list(thread.thread_id))).toBe(404);
+    });
+
+    it('stream: metadata first, then every mode (values, updates, messages-tuple, messages, custom), each event with an id', async () => {
+      const thread = await alice.threads.create();
+      const events = await collect(
+        alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'stream me' }] }, streamMode: ['values', 'updates', 'messages-tuple', 'messages', 'custom'] }),
+      );
+      expect(events[0]!.event).toBe('metadata');
+      expect(events.every((event) => event.id !== undefined && /^\d+$/.test(event.id))).toBe(true);
+      const ids = events.map((event) => Number(event.id));
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      const names = new Set(events.map((event) => event.event));
+      for (const name of ['values', 'updates', 'messages', 'messages/partial', 'messages/complete', 'custom']) expect(names, name).toContain(name);
+      const tuples = events.filter((event) => event.event === 'messages');
+      expect(tuples.map((event) => event.data[0].content).join('')).toBe('Echo: stream me');
+      expect(tuples[0]!.data[1]).toMatchObject({ run_id: expect.any(String), thread_id: thread.thread_id });
+      const lastValues = events.filter((event) => event.event === 'values').at(-1)!;
+      expect(lastValues.data.messages.map((message: Json) => message.content)).toEqual(['stream me', 'Echo: stream me']);
+      const custom = events.filter((event) => event.event === 'custom').map((event) => event.data.vigil.type);
+      expect(custom).toEqual(expect.arrayContaining(['run.start', 'run.end']));
+      // events: as far as vigil's events map (the run's start and end, the model's tokens).
+      const langchainEvents = await collect(alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'events too' }] }, streamMode: 'events' }));
+      const kinds = langchainEvents.filter((event) => event.event === 'events').map((event) => event.data.event);
+      expect(kinds[0]).toBe('on_chain_start');
+      expect(kinds.at(-1)).toBe('on_chain_end');
+      expect(langchainEvents.filter((event) => event.data?.event === 'on_chat_model_stream').map((event) => event.data.data.chunk.content).join('')).toBe('Echo: events too');
+      // Only the modes asked for.
+      const valuesOnly = await collect(alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'again' }] } }));
+      expect(new Set(valuesOnly.map((event) => event.event))).toEqual(new Set(['metadata', 'values']));
+    });
+
+    it('join, join stream, and reconnect with Last-Event-ID: no event lost, none repeated', async () => {
+      const thread = await alice.threads.create();
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'slow [hold]' }] } });
+      expect(['pending', 'running']).toContain(run.status);
+      await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+      expect((await alice.runs.get(thread.thread_id, run.run_id)).status).toBe('running');
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('busy');
+      const modes = ['values', 'messages-tuple', 'custom'] as const;
+      const controller = new AbortController();
+      const firstPart: Array<{ event: string; id?: string }> = [];
+      // Read the stream so far, then drop the connection.
+      for await (const part of alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], signal: controller.signal })) {
+        firstPart.push(part);
+        if (part.event === 'messages') {
+          controller.abort();
+          break;
+        }
+      }
+      const lastEventId = firstPart.at(-1)!.id!;
+      const joined = alice.runs.join(thread.thread_id, run.run_id);
+      const resumed = collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], lastEventId }));
+      await release();
+      const rest = await resumed;
+      const values = (await joined) as Json;
+      expect(values.messages.map((message: Json) => message.content)).toEqual(['slow [hold]', 'Echo: slow [hold]']);
+      const whole = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes] }));
+      expect([...firstPart, ...rest].map((event) => event.id)).toEqual(whole.map((event) => event.id));
+      expect(rest.every((event) => Number(event.id) > Number(lastEventId))).toBe(true);
+      expect((await alice.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+    });
+
+    it('multitask: reject answers 409, enqueue waits its turn, interrupt cancels the run in progress, rollback is refused (I8)', async () => {
+      const thread = await alice.threads.create();
+      const first = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'first [hold]' }] } });
+      await waitFor(() => GatedModel.held.length > 0, 10_000, 'the first run to reach the model');
+      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'no' }] } }))).toBe(409);
+      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'no' }] }, multitaskStrategy: 'rollback' }))).toBe(422);
+      const queued = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'second' }] }, multitaskStrategy: 'enqueue' });
+      expect(queued.status).toBe('pending');
+      expect((await alice.runs.get(thread.thread_id, queued.run_id)).status).toBe('pending');
+      await release();
+      await alice.runs.join(thread.thread_id, queued.run_id);
+      expect((await alice.runs.get(thread.thread_id, first.run_id)).status).toBe('success');
+      expect((await alice.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
+
+      const held = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'third [hold]' }] } });
+      await waitFor(async () => (await alice.runs.get(thread.thread_id, held.run_id)).status === 'running', 10_000, 'the third run to start');
+      const interrupting = await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'fourth' }] }, multitaskStrategy: 'interrupt' });
+      expect((interrupting as Json).messages.at(-1).content).toBe('Echo: fourth');
+      expect((await alice.runs.get(thread.thread_id, held.run_id)).status).toBe('interrupted');
+      GatedModel.held.splice(0);
+    });
+
+    it('a stream that waits sends heartbeats (comments the SDK skips) between events', async () => {
+      // What the SDK hides: read the raw stream of a held run until a heartbeat shows.
+      const thread = await alice.threads.create();
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'beat [hold]' }] } });
+      await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+      const controller = new AbortController();
+      const response = await fetch(`${server.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { 'x-api-key': ALICE.token }, signal: controller.signal });
+      expect(response.headers.get('location')).toBe(`/threads/${thread.thread_id}/runs/${run.run_id}/stream`);
+      const reader = response.body!.getReader();
+      let text = '';
+      while (!text.includes(': heartbeat')) text += new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      expect(text).toMatch(/^event: metadata\ndata: .*\nid: 0\n/);
+      await release();
+      await alice.runs.join(thread.thread_id, run.run_id);
+    });
+
+    it('onDisconnect cancel: dropping the stream cancels the run', async () => {
+      const thread = await alice.threads.create();
+      const controller = new AbortController();
+      let runId: string | undefined;
+      const stream = alice.runs.stream(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'drop me [hold]' }] }, streamMode: 'messages-tuple', onDisconnect: 'cancel', signal: controller.signal });
+      for await (const part of stream) {
+        if (part.event === 'metadata') runId = (part.data as Json).run_id;
+        if (part.event === 'messages') break;
+      }
+      controller.abort();
+      await waitFor(async () => (await alice.runs.get(thread.thread_id, runId!)).status === 'interrupted', 10_000, 'the run to be cancelled');
+      GatedModel.held.splice(0);
+    });
+
+    it('cancel a run in progress; another user cannot', async () => {
+      const thread = await alice.threads.create();
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'cancel me [hold]' }] } });
+      await waitFor(async () => (await alice.runs.get(thread.thread_id, run.run_id)).status === 'running', 10_000, 'the run to start');
+      expect(await statusOf(bob.runs.cancel(thread.thread_id, run.run_id))).toBe(404);
+      await alice.runs.cancel(thread.thread_id, run.run_id, true);
+      expect((await alice.runs.get(thread.thread_id, run.run_id)).status).toBe('interrupted');
+      GatedModel.held.splice(0);
+    });
+
+    it('stateless runs: wait and stream on a thread that goes away when they end', async () => {
+      const values = (await alice.runs.wait(null, 'agent', { input: { messages: [{ type: 'human', content: 'no thread' }] } })) as Json;
+      expect(values.messages.at(-1).content).toBe('Echo: no thread');
+      const events = await collect(alice.runs.stream(null, 'agent', { input: { messages: [{ type: 'human', content: 'streamed' }] }, streamMode: 'values' }));
+      const threadId = events[0]!.data.thread_id as string;
+      expect(events.at(-1)!.data.messages.at(-1).content).toBe('Echo: streamed');
+      await waitFor(async () => (await statusOf(alice.threads.get(threadId))) === 404, 10_000, 'the stateless thread to be deleted');
+    });
+
+    it('options vigil cannot honour are refused with 422, never ignored', async () => {
+      const thread = await alice.threads.create();
+      const input = { messages: [{ type: 'human', content: 'x' }] };
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, config: { configurable: { temperature: 0 } } }))).toBe(422);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { command: { resume: 'yes' } }))).toBe(422);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, interruptBefore: ['agent'] }))).toBe(422);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, afterSeconds: 5 }))).toBe(422);
+      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: 'debug' }))).toBe(422);
+      expect(await statusOf(alice.runs.create(thread.thread_id, 'agent', { input, streamMode: ['values', 'tools'] }))).toBe(422);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input, checkpoint: { checkpoint_id: 'vigil-5', checkpoint_ns: '', checkpoint_map: null } }))).toBe(422);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'ai', content: 'forged' }] } }))).toBe(400);
+      expect(await statusOf(alice.threads.updateState(thread.thread_id, { values: { messages: [] } }))).toBe(422);
+      expect((await alice.threads.getState<{ messages: Json[] }>(thread.thread_id)).values.messages).toEqual([]);
+      // if_not_exists=create makes the thread the run names.
+      const fresh = randomUUID();
+      await alice.runs.wait(fresh, 'agent', { input, ifNotExists: 'create' });
+      expect((await alice.threads.get(fresh)).status).toBe('idle');
+    });
+
+    it('I16: a tool call waiting for approval is an interrupt; command.resume.decisions approves it and the run continues', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Careful' });
+      await server.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+      const thread = await alice.threads.create();
+      const events = await collect(
+        alice.runs.stream(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note this [remember:likes green tea]' }] }, streamMode: ['values', 'updates', 'custom'] }),
+      );
+      const interrupted = events.filter((event) => event.event === 'values').at(-1)!.data;
+      expect(interrupted.__interrupt__[0].value.action_requests).toEqual([{ name: 'memory_write', args: { content: 'likes green tea' }, description: expect.any(String) }]);
+      expect(events.some((event) => event.event === 'updates' && '__interrupt__' in event.data)).toBe(true);
+      expect(events.filter((event) => event.event === 'custom').map((event) => event.data.vigil.type)).toContain('approval.requested');
+      const waiting = await alice.threads.get(thread.thread_id);
+      expect(waiting.status).toBe('interrupted');
+      expect(Object.values(waiting.interrupts ?? {}).flat()).toHaveLength(1);
+      const state = await alice.threads.getState<Json>(thread.thread_id);
+      expect(state.next).toEqual(['agent']);
+      expect(state.tasks[0]!.interrupts).toHaveLength(1);
+      expect((await alice.runs.list(thread.thread_id))[0]!.status).toBe('interrupted');
+      expect(await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).toEqual([]);
+      // Silence is not consent, and nobody else may decide (I12).
+      expect(await statusOf(bob.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } }))).toBe(404);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }, { type: 'approve' }] } } }))).toBe(400);
+      expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { goto: 'agent' } }))).toBe(422);
+
+      const resumed = await collect(alice.runs.stream(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } }, streamMode: 'values' }));
+      const final = resumed.filter((event) => event.event === 'values').at(-1)!.data;
+      expect(final.__interrupt__).toBeUndefined();
+      expect(final.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes green tea']);
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('idle');
+      const resumeRun = resumed[0]!.data.run_id as string;
+      expect((await alice.runs.get(thread.thread_id, resumeRun)).status).toBe('success');
+      expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } }))).toBe(422);
+    });
+
+    it("useStream's calls: create thread, stream messages-tuple + values, history on reload, join a running stream", async () => {
+      const thread = await alice.threads.create();
+      const events = await collect(
+        alice.runs.stream(thread.thread_id, 'agent', {
+          input: { messages: [{ type: 'human', content: 'hi ui', id: randomUUID() }] },
+          streamMode: ['values', 'messages-tuple'],
+          streamResumable: true,
+          onDisconnect: 'continue',
+        }),
+      );
+      expect(events.some((event) => event.event === 'messages')).toBe(true);
+      const history = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { limit: 10 });
+      expect(history[0]!.values.messages.map((message) => message.content)).toEqual(['hi ui', 'Echo: hi ui']);
+      // The hook may name the state it shows (the head of history): that is where the run starts.
+      const named = (await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'from head' }] }, checkpoint: history[0]!.checkpoint })) as Json;
+      expect(named.messages.at(-1).content).toBe('Echo: from head');
+      // A reload while a run is in progress: the hook joins its stream.
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'later [hold]' }] }, streamMode: ['values', 'messages-tuple'], streamResumable: true });
+      const joined = collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: ['values', 'messages-tuple'] }));
+      await release();
+      const joinedEvents = await joined;
+      expect(joinedEvents.at(-1)!.data.messages.at(-1).content).toBe('Echo: later [hold]');
+    });
+  });
+
+  describe('after a restart', () => {
+    it('thread metadata and protocol runs are stored; joining a finished run answers its final values', async () => {
+      const thread = await alice.threads.create({ metadata: { kept: 'yes' } });
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'before restart' }] }, metadata: { origin: 'sdk' } });
+      await alice.runs.join(thread.thread_id, run.run_id);
+      // The first server's responses are all ones the API document declares.
+      expect(server.undocumented).toEqual([]);
+      server = await server.restart();
+      alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
+      expect((await alice.threads.get(thread.thread_id)).metadata).toMatchObject({ kept: 'yes' });
+      expect(await alice.runs.get(thread.thread_id, run.run_id)).toMatchObject({ status: 'success', metadata: { origin: 'sdk' } });
+      const events = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: 'values' }));
+      expect(events.map((event) => event.event)).toEqual(['metadata', 'values']);
+      expect(events[1]!.data.messages.map((message: Json) => message.content)).toEqual(['before restart', 'Echo: before restart']);
+    });
+  });
+}
