@@ -41,6 +41,8 @@ import { DEMO_MODEL_NAME, DemoChatModel } from '../src/adapters/llm/demo-chat-mo
 import { RESPOND_NODE, buildChatGraph, type ChatStateValue } from '../src/agent/chat-graph.js';
 import { runConfig, type RunSettings } from '../src/agent/run-settings.js';
 import { toStoredMessage } from '../src/app/message-projection.js';
+import { TokenCounter } from '../src/agent/context/token-counter.js';
+import { adoptMessage } from '../src/agent/message-identity.js';
 import type { AgentRecord } from '../src/app/ports.js';
 import { RunCoordinator } from '../src/app/run-coordinator.js';
 import { backendsOf, openBenchStorage, type BackendName } from './backends.js';
@@ -298,7 +300,12 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       if (size === 0) return;
       // Grow the checkpoint in one invoke (size - 1 messages in, the reply out), then
       // project exactly that state, as the coordinator would have turn by turn.
-      const state = (await graph.invoke({ messages: conversation(size - 1, size) }, runConfig(settings('seed')))) as ChatStateValue;
+      // A thread this long has had its older messages folded into the conversation summary
+      // turn by turn; seeded without one, the first turns would each fold a slice of the
+      // backlog (a summary model call per turn), which no long-lived thread does.
+      // Replies adopted as they would have been (I13), so the coverage names their ids in state.
+      const seedMessages = conversation(size - 1, size).map(adoptMessage);
+      const state = (await graph.invoke({ messages: seedMessages, ...caughtUpSummary(seedMessages) }, runConfig(settings('seed')))) as ChatStateValue;
       const at = now();
       const rows = state.messages.map((message) => toStoredMessage(message, 'seed', at));
       for (let start = 0; start < rows.length; start += 500) await storage.threads.appendMessages(threadId, rows.slice(start, start + 500), at);
@@ -337,6 +344,36 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
     checkpoints: () => checkpoints(threadId),
     reads,
     cacheHits,
+  };
+}
+
+/**
+ * The summary state of a thread whose backlog has been folded: the summary (about as
+ * long as the demo model's) covers all but the newest messages, the newest ones within
+ * the share of the default 32,000-token budget a fold keeps (keepRecent 0.4 of the
+ * messages' room). Nothing for a thread that fits its budget.
+ */
+function caughtUpSummary(messages: readonly BaseMessage[]): Pick<ChatStateValue, 'summary' | 'summaryCoverage'> | Record<string, never> {
+  const counter = new TokenCounter();
+  const keep = 0.4 * (32_000 - 4_096 - 2_000 - 500);
+  let recent = 0;
+  let first = messages.length;
+  while (first > 0 && recent + counter.message(messages[first - 1]!).tokens <= keep) recent += counter.message(messages[--first]!).tokens;
+  // Start the recent messages at a person's message, as a fold leaves them.
+  while (first < messages.length && messages[first]!.getType() !== 'human') first++;
+  if (first === 0) return {};
+  const summary = `The person and the assistant discussed ${first} messages' worth of topics. ${userTurnText(1).repeat(12)}`;
+  return {
+    summary,
+    summaryCoverage: {
+      firstMessageId: messages[0]!.id!,
+      lastMessageId: messages[first - 1]!.id!,
+      messageCount: first,
+      folds: Math.ceil(first / 200),
+      updatedAt: new Date().toISOString(),
+      model: 'demo',
+      tokens: counter.text(summary),
+    },
   };
 }
 
