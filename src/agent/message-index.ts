@@ -31,11 +31,29 @@ interface Index {
 }
 
 const indexes = new WeakMap<readonly unknown[], Index>();
+/**
+ * The last list registered with an index, by its last message, as it was: a checkpoint
+ * read hands LangGraph a copy of the list (same messages, new array), which then finds
+ * its index by comparing its messages with this one by identity, not by indexing anew.
+ */
+const byLastMessage = new WeakMap<object, { snapshot: readonly unknown[]; index: Index }>();
+
+function register(list: readonly unknown[], index: Index): void {
+  indexes.set(list, index);
+  const last = list.at(-1);
+  if (typeof last === 'object' && last !== null) byLastMessage.set(last, { snapshot: list.slice(), index });
+}
 
 /** The list's index, built when missing; undefined when the list does not qualify (the plain reducer handles it). */
 function indexOf(list: readonly unknown[]): Index | undefined {
   const known = indexes.get(list);
   if (known !== undefined && known.length === list.length) return known;
+  const last = list.at(-1);
+  const twin = typeof last === 'object' && last !== null ? byLastMessage.get(last) : undefined;
+  if (twin !== undefined && twin.snapshot.length === list.length && twin.snapshot.every((message, position) => message === list[position])) {
+    indexes.set(list, twin.index);
+    return twin.index;
+  }
   const positions = new Map<string, number>();
   for (let index = 0; index < list.length; index++) {
     const message = list[index];
@@ -43,7 +61,7 @@ function indexOf(list: readonly unknown[]): Index | undefined {
     positions.set(message.id, index);
   }
   const built = { positions, length: list.length };
-  indexes.set(list, built);
+  register(list, built);
   return built;
 }
 
@@ -86,7 +104,7 @@ export function appendMessages(left: unknown, incoming: readonly BaseMessage[]):
   });
   if (shares) {
     right.forEach((message, offset) => index.positions.set(message.id!, left.length + offset));
-    indexes.set(merged, { positions: index.positions, length: merged.length });
+    register(merged, { positions: index.positions, length: merged.length });
   }
   return merged;
 }

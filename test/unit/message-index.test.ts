@@ -26,7 +26,10 @@ describe('the messages reducer\'s append fast path', () => {
     const ids: string[] = [];
     let fast = 0;
     for (let step = 0; step < 3_000; step++) {
-      const left = lists[Math.floor(next() * lists.length)]!;
+      const picked = lists[Math.floor(next() * lists.length)]!;
+      // Sometimes a copy (as a checkpoint read gives), sometimes a copy with a message changed in place of another.
+      const roll = next();
+      const left = roll < 0.2 ? [...picked] : roll < 0.25 && picked.length > 1 ? picked.map((message, index) => (index === 0 ? new HumanMessage({ id: `swapped${step}`, content: 'swapped' }) : message)) : picked;
       const right: BaseMessage[] = [];
       const count = 1 + Math.floor(next() * 3);
       for (let index = 0; index < count; index++) {
