@@ -1,7 +1,7 @@
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
-import { vigilMessagesReducer } from './message-identity.js';
+import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
+import { adoptMessage, vigilMessagesReducer } from './message-identity.js';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
-import type { BaseMessage } from '@langchain/core/messages';
+import { BaseMessageChunk, type BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
@@ -87,7 +87,7 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     }
     const reply = await model.invoke(input.messages, config);
     input.observe(reply);
-    return { messages: [reply], ...(input.update ?? {}) };
+    return { messages: [settledReply(reply)], ...(input.update ?? {}) };
   }
 
   const graph = new StateGraph(ChatState)
@@ -103,6 +103,17 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
+
+/**
+ * The reply as state keeps it: with vigil's id (I13) and, for a streamed reply (a chunk),
+ * as the plain message the channel's reducer would make of it. Done here so the step's
+ * pending write and the checkpoint after it hold the same message, which the message
+ * log then stores once (a chunk in the write was a second copy of every reply).
+ */
+function settledReply(reply: BaseMessage): BaseMessage {
+  const adopted = adoptMessage(reply);
+  return BaseMessageChunk.isInstance(adopted) ? messagesStateReducer([], [adopted])[0]! : adopted;
+}
 
 function toClassifiable(message: BaseMessage) {
   return { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };
