@@ -69,7 +69,7 @@ const VALUES_DDL = `CREATE TABLE IF NOT EXISTS checkpoint_values (
 /** The key of the reference a checkpoint stores in place of a channel value kept in checkpoint_values. */
 export const STORED_VALUE_REF = 'vigil:value';
 /** Serialised values below this many bytes stay in the checkpoint. */
-const INLINE_VALUE_BYTES = 256;
+const INLINE_VALUE_BYTES = 128;
 
 const PROBE_COLUMNS = `thread_id, checkpoint_id, parent_checkpoint_id,
   length(checkpoint) AS checkpoint_bytes, length(metadata) AS metadata_bytes, ${PENDING_WRITES_COLUMN}`;
