@@ -32,27 +32,44 @@ interface Index {
 
 const indexes = new WeakMap<readonly unknown[], Index>();
 /**
- * The last list registered with an index, by its last message, as it was: a checkpoint
- * read hands LangGraph a copy of the list (same messages, new array), which then finds
- * its index by comparing its messages with this one by identity, not by indexing anew.
+ * The last list registered with an index, by its first message, as it was: a checkpoint
+ * read hands LangGraph a copy of the list (the same messages, but for copies of the
+ * newest ones, in a new array), which then takes over that index after checking it: the
+ * same instances up to some point, and every message after it where the index says.
  */
-const byLastMessage = new WeakMap<object, { snapshot: readonly unknown[]; index: Index }>();
+const byFirstMessage = new WeakMap<object, { snapshot: readonly unknown[]; index: Index }>();
 
 function register(list: readonly unknown[], index: Index): void {
   indexes.set(list, index);
-  const last = list.at(-1);
-  if (typeof last === 'object' && last !== null) byLastMessage.set(last, { snapshot: list.slice(), index });
+  const first = list[0];
+  if (typeof first === 'object' && first !== null) byFirstMessage.set(first, { snapshot: list.slice(), index });
+}
+
+/** The index of a list like the last one registered with the same first message, when it holds for this list. */
+function adoptTwin(list: readonly unknown[]): Index | undefined {
+  const first = list[0];
+  const twin = typeof first === 'object' && first !== null ? byFirstMessage.get(first) : undefined;
+  if (twin === undefined) return undefined;
+  const { snapshot, index } = twin;
+  const shared = Math.min(snapshot.length, list.length);
+  let same = 0;
+  while (same < shared && list[same] === snapshot[same]) same++;
+  // Positions below `same` hold (the snapshot's own); check the rest against the map.
+  for (let position = same; position < list.length; position++) {
+    const message = list[position];
+    if (!plainMessage(message) || typeof message.id !== 'string' || index.positions.get(message.id) !== position) return undefined;
+  }
+  return { positions: index.positions, length: list.length };
 }
 
 /** The list's index, built when missing; undefined when the list does not qualify (the plain reducer handles it). */
 function indexOf(list: readonly unknown[]): Index | undefined {
   const known = indexes.get(list);
   if (known !== undefined && known.length === list.length) return known;
-  const last = list.at(-1);
-  const twin = typeof last === 'object' && last !== null ? byLastMessage.get(last) : undefined;
-  if (twin !== undefined && twin.snapshot.length === list.length && twin.snapshot.every((message, position) => message === list[position])) {
-    indexes.set(list, twin.index);
-    return twin.index;
+  const twin = adoptTwin(list);
+  if (twin !== undefined) {
+    register(list, twin);
+    return twin;
   }
   const positions = new Map<string, number>();
   for (let index = 0; index < list.length; index++) {

@@ -86,15 +86,11 @@ export class CheckpointValueCodec {
     const unknownAt: number[] = [];
     const head = list[0];
     const last = typeof head === 'object' && head !== null ? this.#lastByHead.get(head) : undefined;
+    // The longest prefix of the very same instances (the rest goes the usual way).
     let prefix = 0;
-    if (last !== undefined && last.list.length <= list.length) {
-      prefix = last.list.length;
-      for (let index = 0; index < prefix; index++) {
-        if (list[index] !== last.list[index]) {
-          prefix = 0;
-          break;
-        }
-      }
+    if (last !== undefined) {
+      const length = Math.min(last.list.length, list.length);
+      while (prefix < length && list[prefix] === last.list[prefix]) prefix++;
     }
     for (let index = 0; index < prefix; index++) result[index] = last!.result[index];
     const remember = () => {

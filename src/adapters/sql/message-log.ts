@@ -313,12 +313,18 @@ function emptyLog(): ThreadLog {
   return { bySeq: new Map(), seqOf: new WeakMap(), anchor: undefined, last: undefined };
 }
 
-/** How many leading elements of `values` are the very instances of the last list (whose seqs are then known). */
+/**
+ * How many leading elements of `values` are the very instances of the last list (whose
+ * seqs are then known). The longest such prefix: a list read back holds a copy of the
+ * previous turn's reply where the list written held the node's own instance.
+ */
 function knownPrefix(last: ThreadLog['last'], values: readonly unknown[]): number {
-  if (last === undefined || last.list.length > values.length) return 0;
+  if (last === undefined) return 0;
   const list = last.list;
-  for (let index = 0; index < list.length; index++) if (values[index] !== list[index]) return 0;
-  return list.length;
+  const length = Math.min(list.length, values.length);
+  let index = 0;
+  while (index < length && values[index] === list[index]) index++;
+  return index;
 }
 
 function key(threadId: string, checkpointNs: string): string {
