@@ -3,10 +3,13 @@
  * and PostgreSQL, four ways side by side (turns interleaved, so a busy neighbour on
  * the shared cores slows all of them alike):
  *
- *  - vigil:     RunCoordinator.run → chat graph (recall_memories → respond) with the
- *               demo model, projection kept in step, events published, on the savers
- *               openStorage builds (message log, checkpoint cache; PostgreSQL reads as
- *               plain rows): everything a turn does but the model;
+ *  - vigil:     RunCoordinator.run → chat graph (respond, which recalls memories first)
+ *               with the demo model, projection kept in step, events published, on the
+ *               savers openStorage builds (message log, checkpoint cache; PostgreSQL reads
+ *               as plain rows): everything a turn does but the model. A thread longer
+ *               than the default context budget is seeded with the conversation summary
+ *               a thread of that length has (older messages folded), as every real one
+ *               does, so the measured turns do not each fold a slice of a backlog;
  *  - langgraph: LangGraph's own saver used directly: a one-node StateGraph over a
  *               messages channel (messagesStateReducer), one invoke per turn. On
  *               PostgreSQL that is PostgresSaver as it ships; on SQLite it is the
@@ -57,7 +60,7 @@ const P99_TABLE = 'turn latency p99 (ms)';
 const BYTES_TABLE =
   'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the schema\'s tables), the raw JSON of the turn\'s new messages, and growth ÷ that';
 const CHECKPOINTS_TABLE =
-  'checkpoints saved and read (saver.getTuple) per turn, and reads vigil\'s checkpoint cache answered; on SQLite each saved one is a full copy of the message list, PostgreSQL re-stores only changed channels';
+  'checkpoints saved and read (saver.getTuple) per turn, and reads vigil\'s checkpoint cache answered; LangGraph\'s SqliteSaver stores the whole message list in each, its PostgresSaver re-stores changed channels; vigil\'s refer to the message log';
 const TARGETS_TABLE =
   'issue 10 targets: 2,000 msgs langgraph ÷ vigil p50 (≥ 15), vigil 10,000 ÷ 100 p50 (≤ 1.5), worst vigil growth ÷ new JSON (≤ 2), 10 msgs vigil ÷ langgraph p50 (≤ 1), vigil p50 at 2,000 (ms; ≤ 10 SQLite, ≤ 20 PostgreSQL)';
 const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
