@@ -3,10 +3,13 @@
  * and PostgreSQL, four ways side by side (turns interleaved, so a busy neighbour on
  * the shared cores slows all of them alike):
  *
- *  - vigil:     RunCoordinator.run → chat graph (recall_memories → respond) with the
- *               demo model, projection kept in step, events published, on the savers
- *               openStorage builds (message log, checkpoint cache; PostgreSQL reads as
- *               plain rows): everything a turn does but the model;
+ *  - vigil:     RunCoordinator.run → chat graph (respond, which recalls memories first)
+ *               with the demo model, projection kept in step, events published, on the
+ *               savers openStorage builds (message log, checkpoint cache; PostgreSQL reads
+ *               as plain rows): everything a turn does but the model. A thread longer
+ *               than the default context budget is seeded with the conversation summary
+ *               a thread of that length has (older messages folded), as every real one
+ *               does, so the measured turns do not each fold a slice of a backlog;
  *  - langgraph: LangGraph's own saver used directly: a one-node StateGraph over a
  *               messages channel (messagesStateReducer), one invoke per turn. On
  *               PostgreSQL that is PostgresSaver as it ships; on SQLite it is the
@@ -41,6 +44,8 @@ import { DEMO_MODEL_NAME, DemoChatModel } from '../src/adapters/llm/demo-chat-mo
 import { RESPOND_NODE, buildChatGraph, type ChatStateValue } from '../src/agent/chat-graph.js';
 import { runConfig, type RunSettings } from '../src/agent/run-settings.js';
 import { toStoredMessage } from '../src/app/message-projection.js';
+import { TokenCounter } from '../src/agent/context/token-counter.js';
+import { adoptMessage } from '../src/agent/message-identity.js';
 import type { AgentRecord } from '../src/app/ports.js';
 import { RunCoordinator } from '../src/app/run-coordinator.js';
 import { backendsOf, openBenchStorage, type BackendName } from './backends.js';
@@ -55,7 +60,7 @@ const P99_TABLE = 'turn latency p99 (ms)';
 const BYTES_TABLE =
   'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the schema\'s tables), the raw JSON of the turn\'s new messages, and growth ÷ that';
 const CHECKPOINTS_TABLE =
-  'checkpoints saved and read (saver.getTuple) per turn, and reads vigil\'s checkpoint cache answered; on SQLite each saved one is a full copy of the message list, PostgreSQL re-stores only changed channels';
+  'checkpoints saved and read (saver.getTuple) per turn, and reads vigil\'s checkpoint cache answered; LangGraph\'s SqliteSaver stores the whole message list in each, its PostgresSaver re-stores changed channels; vigil\'s refer to the message log';
 const TARGETS_TABLE =
   'issue 10 targets: 2,000 msgs langgraph ÷ vigil p50 (≥ 15), vigil 10,000 ÷ 100 p50 (≤ 1.5), worst vigil growth ÷ new JSON (≤ 2), 10 msgs vigil ÷ langgraph p50 (≤ 1), vigil p50 at 2,000 (ms; ≤ 10 SQLite, ≤ 20 PostgreSQL)';
 const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
@@ -298,7 +303,12 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       if (size === 0) return;
       // Grow the checkpoint in one invoke (size - 1 messages in, the reply out), then
       // project exactly that state, as the coordinator would have turn by turn.
-      const state = (await graph.invoke({ messages: conversation(size - 1, size) }, runConfig(settings('seed')))) as ChatStateValue;
+      // A thread this long has had its older messages folded into the conversation summary
+      // turn by turn; seeded without one, the first turns would each fold a slice of the
+      // backlog (a summary model call per turn), which no long-lived thread does.
+      // Replies adopted as they would have been (I13), so the coverage names their ids in state.
+      const seedMessages = conversation(size - 1, size).map(adoptMessage);
+      const state = (await graph.invoke({ messages: seedMessages, ...caughtUpSummary(seedMessages) }, runConfig(settings('seed')))) as ChatStateValue;
       const at = now();
       const rows = state.messages.map((message) => toStoredMessage(message, 'seed', at));
       for (let start = 0; start < rows.length; start += 500) await storage.threads.appendMessages(threadId, rows.slice(start, start + 500), at);
@@ -337,6 +347,36 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
     checkpoints: () => checkpoints(threadId),
     reads,
     cacheHits,
+  };
+}
+
+/**
+ * The summary state of a thread whose backlog has been folded: the summary (about as
+ * long as the demo model's) covers all but the newest messages, the newest ones within
+ * the share of the default 32,000-token budget a fold keeps (keepRecent 0.4 of the
+ * messages' room). Nothing for a thread that fits its budget.
+ */
+function caughtUpSummary(messages: readonly BaseMessage[]): Pick<ChatStateValue, 'summary' | 'summaryCoverage'> | Record<string, never> {
+  const counter = new TokenCounter();
+  const keep = 0.4 * (32_000 - 4_096 - 2_000 - 500);
+  let recent = 0;
+  let first = messages.length;
+  while (first > 0 && recent + counter.message(messages[first - 1]!).tokens <= keep) recent += counter.message(messages[--first]!).tokens;
+  // Start the recent messages at a person's message, as a fold leaves them.
+  while (first < messages.length && messages[first]!.getType() !== 'human') first++;
+  if (first === 0) return {};
+  const summary = `The person and the assistant discussed ${first} messages' worth of topics. ${userTurnText(1).repeat(12)}`;
+  return {
+    summary,
+    summaryCoverage: {
+      firstMessageId: messages[0]!.id!,
+      lastMessageId: messages[first - 1]!.id!,
+      messageCount: first,
+      folds: Math.ceil(first / 200),
+      updatedAt: new Date().toISOString(),
+      model: 'demo',
+      tokens: counter.text(summary),
+    },
   };
 }
 

@@ -1,10 +1,11 @@
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
-import { vigilMessagesReducer } from './message-identity.js';
+import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
+import { adoptMessage, vigilMessagesReducer } from './message-identity.js';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
-import type { BaseMessage } from '@langchain/core/messages';
+import { BaseMessageChunk, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
+import type { ClassifiableMessage } from '../domain/message-metadata.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
 import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
 import { ContextWindow } from './context/context-window.js';
@@ -51,7 +52,7 @@ export interface ChatGraphDependencies {
 export const RESPOND_NODE = 'respond';
 export const MEMORY_NODE = 'recall_memories';
 
-/** memory retrieval → respond. */
+/** respond (recalling memories first in a turn) → tools → respond, until the model answers in text. */
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
   const { memories, models, logger, toolLoop } = dependencies;
   const memoryLimit = dependencies.memoryLimit ?? 5;
@@ -60,7 +61,8 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
   async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const log = logger.child({ threadId: run.threadId, runId: run.runId });
-    const choice = chooseMemoryQuery(state.messages.map(toClassifiable), state.summary);
+    // Read from the end by index: no per-message copy of a long thread.
+    const choice = chooseMemoryQuery(classifiable(state.messages), state.summary);
     if (choice.source === 'none') {
       log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
       return { recalled: [], memoryQuerySource: 'none' };
@@ -73,7 +75,11 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     };
   }
 
-  async function respond(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
+  async function respond(stateIn: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
+    // A turn's first model call recalls memories first (in the same step: one checkpoint
+    // fewer per turn than a node of its own); the calls after its tool results reuse them.
+    const recall = ToolMessage.isInstance(stateIn.messages.at(-1)) ? undefined : await recallMemories(stateIn, config);
+    const state = recall === undefined ? stateIn : { ...stateIn, ...recall };
     const run = runSettingsOf(config);
     const model = toolLoop ? await toolLoop.bindModel(models(run.model), state.messages, run) : models(run.model);
     // The recalled memories, the run context rule, the envelope and the summary live in
@@ -87,14 +93,17 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     }
     const reply = await model.invoke(input.messages, config);
     input.observe(reply);
-    return { messages: [reply], ...(input.update ?? {}) };
+    return { messages: [settledReply(reply)], ...(recall ?? {}), ...(input.update ?? {}) };
   }
 
   const graph = new StateGraph(ChatState)
     .addNode(MEMORY_NODE, recallMemories)
     .addNode(RESPOND_NODE, respond)
     .addNode(TOOLS_NODE, async (state: ChatStateValue, config: RunnableConfig) => ({ messages: toolLoop ? await toolLoop.runTools(state.messages, config) : [] }))
-    .addEdge(START, MEMORY_NODE)
+    // Always respond. recall_memories stays for checkpoints saved while it was a step of
+    // its own (a turn a crash left waiting at it resumes there, then responds); LangGraph
+    // accepts only reachable nodes, hence the route that names it and never takes it.
+    .addConditionalEdges(START, () => RESPOND_NODE, [RESPOND_NODE, MEMORY_NODE])
     .addEdge(MEMORY_NODE, RESPOND_NODE)
     // respond → tools → respond until the model answers in text; bounded by the tool loop (I9).
     .addConditionalEdges(RESPOND_NODE, async (state: ChatStateValue, config: RunnableConfig) => (toolLoop && (await toolLoop.route(state.messages, runSettingsOf(config))) === 'tools' ? TOOLS_NODE : END), [TOOLS_NODE, END])
@@ -104,6 +113,27 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
 
-function toClassifiable(message: BaseMessage) {
-  return { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };
+/**
+ * The reply as state keeps it: with vigil's id (I13) and, for a streamed reply (a chunk),
+ * as the plain message the channel's reducer would make of it. Done here so the step's
+ * pending write and the checkpoint after it hold the same message, which the message
+ * log then stores once (a chunk in the write was a second copy of every reply).
+ */
+function settledReply(reply: BaseMessage): BaseMessage {
+  const adopted = adoptMessage(reply);
+  return BaseMessageChunk.isInstance(adopted) ? messagesStateReducer([], [adopted])[0]! : adopted;
+}
+
+/** The messages as chooseMemoryQuery reads them, converted only where it reads (it reads from the end). */
+function classifiable(messages: readonly BaseMessage[]): ClassifiableMessage[] {
+  return new Proxy(messages as unknown as ClassifiableMessage[], {
+    get(target, property, receiver) {
+      if (typeof property === 'string' && /^\d+$/.test(property)) {
+        const message = (target as unknown as BaseMessage[])[Number(property)];
+        return message === undefined ? undefined : { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };
+      }
+      if (property === 'at') return (index: number) => receiver[index < 0 ? target.length + index : index];
+      return Reflect.get(target, property, receiver);
+    },
+  });
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RemoveMessage, coerceMessageLikeToMessage, type BaseMessage, type BaseMessageLike } from '@langchain/core/messages';
 import { messagesStateReducer, type Messages } from '@langchain/langgraph';
+import { appendMessages } from './message-index.js';
 
 /**
  * I13: vigil owns message identity. The message id is the key LangGraph's
@@ -49,5 +50,7 @@ export function adoptMessage(message: BaseMessage): BaseMessage {
 /** messagesStateReducer, with every model and tool message given vigil's id first (I13). */
 export function vigilMessagesReducer(left: Messages, right: Messages): BaseMessage[] {
   const incoming = (Array.isArray(right) ? right : [right]) as BaseMessageLike[];
-  return messagesStateReducer(left, incoming.map((like) => adoptMessage(coerceMessageLikeToMessage(like))));
+  const adopted = incoming.map((like) => adoptMessage(coerceMessageLikeToMessage(like)));
+  // A turn's writes are almost always new messages at the end: appended without the plain reducer's pass over the whole list.
+  return appendMessages(left, adopted) ?? messagesStateReducer(left, adopted);
 }

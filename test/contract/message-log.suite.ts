@@ -21,6 +21,8 @@ export interface LogBackend {
   largestStoredMessages(threadId: string): Promise<number>;
   /** Stored bytes of the thread's pending writes to the `messages` channel. */
   messageWritesBytes(threadId: string): Promise<number>;
+  /** Bytes stored for the thread's `summary` channel, over all its checkpoints (SQLite: inline values and checkpoint_values rows; PostgreSQL: its blobs). */
+  summaryBytes(threadId: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,24 @@ async function history(saver: BaseCheckpointSaver, threadId: string): Promise<un
 function plain(tuple: CheckpointTuple | undefined): unknown {
   const messages = (tuple?.checkpoint.channel_values.messages ?? []) as BaseMessage[];
   return messages.map((message) => ({ type: message.type, id: message.id, content: message.content, class: message.constructor.name }));
+}
+
+const SummaryState = Annotation.Root({
+  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  summary: Annotation<string | null>({ reducer: (_previous, next) => next, default: () => null }),
+});
+
+/** A reply every turn; a new, long summary every third turn (as folds write one now and then). */
+function buildSummaryGraph(checkpointer: BaseCheckpointSaver) {
+  return new StateGraph(SummaryState)
+    .addNode('respond', (state) => {
+      const turn = Math.floor(state.messages.length / 2);
+      const reply = new AIMessage({ id: `ai-${state.messages.length}`, content: `reply ${turn}` });
+      return turn % 3 === 0 ? { messages: [reply], summary: `summary after turn ${turn}: ${'the conversation so far. '.repeat(120)}` } : { messages: [reply] };
+    })
+    .addEdge(START, 'respond')
+    .addEdge('respond', END)
+    .compile({ checkpointer });
 }
 
 export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
@@ -133,6 +153,28 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
     // Five turns' ten messages, the replacement version, and the RemoveMessage itself (a
     // pending write, stored once like any message a write carries).
     expect(await backend.logRows('edits')).toBe(10 + 1 + 1);
+  });
+
+  it('a long channel value (the summary) is stored once per distinct value, and every checkpoint, old ones too, reads back its own', async () => {
+    const memory = new MemorySaver();
+    const writer = await backend.open();
+    for (const saver of [memory, writer.checkpointer]) {
+      const graph = buildSummaryGraph(saver);
+      for (let index = 0; index < 7; index++) await graph.invoke({ messages: [new HumanMessage({ id: `human-${index}`, content: `message ${index}` })] }, { configurable: { thread_id: 'summary' } });
+    }
+    const summaries = async (saver: BaseCheckpointSaver) => {
+      const found: unknown[] = [];
+      for await (const tuple of saver.list({ configurable: { thread_id: 'summary' } })) found.push(tuple.checkpoint.channel_values.summary ?? null);
+      return found;
+    };
+    const expected = await summaries(memory);
+    expect(new Set(expected.filter(Boolean)).size).toBe(3);
+    expect(await summaries(writer.checkpointer)).toEqual(expected);
+    const reader = await backend.open();
+    expect(await summaries(reader.checkpointer)).toEqual(expected);
+    // Three distinct summaries of about 3 KB, in 14 checkpoints: stored inline, about 40 KB;
+    // once each, plus a reference (tens of bytes) per checkpoint, about 10 KB.
+    expect(await backend.summaryBytes('summary')).toBeLessThan(3 * 3_200 + 14 * 200);
   });
 
   it('deleteThread removes the thread\'s log, and a new thread of the same id starts clean', async () => {

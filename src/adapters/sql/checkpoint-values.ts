@@ -28,6 +28,13 @@ export class CheckpointValueCodec {
   readonly #reuse: boolean;
   /** Message instances this process loaded, and so knows to be their own round trip. */
   readonly #loaded = new WeakSet<object>();
+  /**
+   * The last list round-tripped, by its first element (a thread's list keeps its first
+   * message), as it was (a copy) with its result: the next put of the thread carries the
+   * same messages plus the new ones, so that prefix is matched by identity (a pointer
+   * compare per element) instead of a lookup per element.
+   */
+  readonly #lastByHead = new WeakMap<object, { list: readonly unknown[]; result: readonly unknown[] }>();
 
   constructor(serde: SerializerProtocol) {
     this.#serde = serde;
@@ -77,21 +84,38 @@ export class CheckpointValueCodec {
   #array(list: readonly unknown[]): Promise<unknown[]> {
     const result: unknown[] = new Array<unknown>(list.length);
     const unknownAt: number[] = [];
-    for (let index = 0; index < list.length; index++) {
+    const head = list[0];
+    const last = typeof head === 'object' && head !== null ? this.#lastByHead.get(head) : undefined;
+    // The longest prefix of the very same instances (the rest goes the usual way).
+    let prefix = 0;
+    if (last !== undefined) {
+      const length = Math.min(last.list.length, list.length);
+      while (prefix < length && list[prefix] === last.list[prefix]) prefix++;
+    }
+    for (let index = 0; index < prefix; index++) result[index] = last!.result[index];
+    const remember = () => {
+      if (typeof head === 'object' && head !== null) this.#lastByHead.set(head, { list: list.slice(), result: result.slice() });
+    };
+    for (let index = prefix; index < list.length; index++) {
       const element = list[index];
       if (typeof element === 'object' && element !== null && this.#loaded.has(element)) result[index] = element;
       else unknownAt.push(index);
     }
-    if (unknownAt.length === 0) return Promise.resolve(result);
+    if (unknownAt.length === 0) {
+      remember();
+      return Promise.resolve(result);
+    }
     // One round trip for all the new elements: a fresh array of them serialises element
     // by element exactly as they would inside the whole list.
     const revived = this.#whole(unknownAt.map((index) => list[index]));
+    const snapshot = list.slice(); // as it is now: the result reflects the list at the call
     return revived.then((values) => {
       const elements = values as unknown[];
       unknownAt.forEach((at, position) => {
         result[at] = elements[position];
       });
       this.adopt(elements);
+      if (typeof head === 'object' && head !== null) this.#lastByHead.set(head, { list: snapshot, result: result.slice() });
       return result;
     });
   }

@@ -17,6 +17,7 @@
  * (id, parent, stored sizes, and the pending writes a read must return anyway) confirms
  * the stored checkpoint is still that one. Everything else is SqliteSaver's own code.
  */
+import { createHash } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { copyCheckpoint, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
@@ -24,7 +25,7 @@ import type { AsyncMutex } from './async-mutex.js';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { CheckpointValueCodec, detach } from './checkpoint-values.js';
 import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
-import { MessageLog, type MessageLogLimits } from './message-log.js';
+import { MessageLog, rangesOf, type MessageLogLimits } from './message-log.js';
 import { SQLITE_MESSAGE_LOG_DDL, SqliteMessageLogStore } from './message-log-sqlite.js';
 import { inSyncTransaction } from './node-sqlite.js';
 
@@ -50,6 +51,26 @@ interface SizeRow {
 }
 
 
+/**
+ * Channel values other than message lists (the conversation summary, recalled memories)
+ * are stored once per distinct value, by content hash, and a checkpoint keeps the hash:
+ * SqliteSaver stores every channel in every checkpoint, so a 2,000-token summary was
+ * copied into each of a turn's four checkpoints. (PostgresSaver's checkpoint_blobs does
+ * the same per channel version.) Small values stay inline.
+ */
+const VALUES_DDL = `CREATE TABLE IF NOT EXISTS checkpoint_values (
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  hash TEXT NOT NULL,
+  type TEXT NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY (thread_id, checkpoint_ns, hash)
+)`;
+/** The key of the reference a checkpoint stores in place of a channel value kept in checkpoint_values. */
+export const STORED_VALUE_REF = 'vigil:value';
+/** Serialised values below this many bytes stay in the checkpoint. */
+const INLINE_VALUE_BYTES = 128;
+
 const PROBE_COLUMNS = `thread_id, checkpoint_id, parent_checkpoint_id,
   length(checkpoint) AS checkpoint_bytes, length(metadata) AS metadata_bytes, ${PENDING_WRITES_COLUMN}`;
 
@@ -61,6 +82,8 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
   #probeById: StatementSync | undefined;
   #sizes: StatementSync | undefined;
   #log: MessageLog | undefined;
+  #insertValue: StatementSync | undefined;
+  #readValue: StatementSync | undefined;
   readonly #logLimits: Partial<MessageLogLimits> | undefined;
 
   constructor(db: DatabaseSync, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits>; messageLog?: Partial<MessageLogLimits> } = {}) {
@@ -78,7 +101,10 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
   prepare(): void {
     this.setup();
     for (const statement of SQLITE_MESSAGE_LOG_DDL) this.db.exec(statement);
+    this.db.exec(VALUES_DDL);
     this.#log = new MessageLog(new SqliteMessageLogStore(this.db), this.serde, this.#logLimits);
+    this.#insertValue = this.db.prepare('INSERT OR IGNORE INTO checkpoint_values (thread_id, checkpoint_ns, hash, type, value) VALUES (?, ?, ?, ?, ?)');
+    this.#readValue = this.db.prepare('SELECT type, value FROM checkpoint_values WHERE thread_id = ? AND checkpoint_ns = ? AND hash = ?');
     this.#probeLatest = this.db.prepare(`SELECT ${PROBE_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`);
     this.#probeById = this.db.prepare(`SELECT ${PROBE_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`);
     this.#sizes = this.db.prepare(
@@ -154,7 +180,12 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
     return this.#gate.run(async () => {
       try {
         await super.deleteThread(threadId);
-        if (this.#log !== undefined) inSyncTransaction(this.db, () => this.db.prepare('DELETE FROM checkpoint_messages WHERE thread_id = ?').run(threadId));
+        if (this.#log !== undefined) {
+          inSyncTransaction(this.db, () => {
+            this.db.prepare('DELETE FROM checkpoint_messages WHERE thread_id = ?').run(threadId);
+            this.db.prepare('DELETE FROM checkpoint_values WHERE thread_id = ?').run(threadId);
+          });
+        }
       } finally {
         this.#cache.forgetThread(String(threadId));
         this.#log?.forgetThread(String(threadId));
@@ -165,7 +196,19 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
   /** Message lists go to the thread's message log; the checkpoint keeps a reference (see message-log.ts). */
   protected override async prepareForStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint): Promise<Checkpoint> {
     if (this.#log === undefined) return checkpoint;
-    return { ...checkpoint, channel_values: await this.#log.toStored(String(threadId), checkpointNs, checkpoint.channel_values) };
+    const values = await this.#log.toStored(String(threadId), checkpointNs, checkpoint.channel_values);
+    const stored: Record<string, unknown> = { ...values };
+    for (const [channel, value] of Object.entries(values)) {
+      if (value === undefined || (typeof value !== 'string' && typeof value !== 'object') || value === null || rangesOf(value) !== undefined) continue;
+      // Wrapped in an array: stored and loaded as it would be inside the checkpoint's document.
+      const [type, dumped] = await this.serde.dumpsTyped([value]);
+      const bytes = typeof dumped === 'string' ? new TextEncoder().encode(dumped) : dumped;
+      if (bytes.byteLength < INLINE_VALUE_BYTES) continue;
+      const hash = createHash('sha256').update(type).update('\0').update(bytes).digest('base64url');
+      this.#insertValue!.run(String(threadId), checkpointNs, hash, type, bytes);
+      stored[channel] = { [STORED_VALUE_REF]: hash };
+    }
+    return { ...checkpoint, channel_values: stored };
   }
 
   protected override async prepareWritesForStorage(threadId: string, checkpointNs: string, values: unknown[]): Promise<unknown[]> {
@@ -178,7 +221,15 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
 
   protected override async restoreFromStorage(threadId: string, checkpointNs: string, checkpoint: Checkpoint, fresh: boolean): Promise<Checkpoint> {
     if (this.#log === undefined) return checkpoint;
-    return { ...checkpoint, channel_values: await this.#log.fromStored(String(threadId), checkpointNs, checkpoint.channel_values ?? {}, { fresh }) };
+    const values: Record<string, unknown> = { ...(checkpoint.channel_values ?? {}) };
+    for (const [channel, value] of Object.entries(values)) {
+      const hash = storedValueHash(value);
+      if (hash === undefined) continue;
+      const row = this.#readValue!.get(String(threadId), checkpointNs, hash) as { type: string; value: Uint8Array } | undefined;
+      if (row === undefined) throw new Error(`checkpoint value ${hash} of thread ${threadId} is missing`);
+      values[channel] = ((await this.serde.loadsTyped(row.type, row.value)) as unknown[])[0];
+    }
+    return { ...checkpoint, channel_values: await this.#log.fromStored(String(threadId), checkpointNs, values, { fresh }) };
   }
 
   /** What SqliteSaver.getTuple builds from its row, with the checkpoint and metadata from the cache. */
@@ -264,4 +315,13 @@ function isStill(entry: SqliteEntry, probe: ProbeRow): boolean {
 
 function entrySizes(sizes: SizeRow): { bytes: number; checkpointBytes: number; metadataBytes: number } {
   return { bytes: sizes.checkpoint_bytes + sizes.metadata_bytes, checkpointBytes: sizes.checkpoint_bytes, metadataBytes: sizes.metadata_bytes };
+}
+
+/** The hash of a stored-value reference, or undefined for any other value. */
+function storedValueHash(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || keys[0] !== STORED_VALUE_REF) return undefined;
+  const hash = (value as Record<string, unknown>)[STORED_VALUE_REF];
+  return typeof hash === 'string' ? hash : undefined;
 }

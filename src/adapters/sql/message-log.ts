@@ -75,6 +75,12 @@ interface ThreadLog {
   readonly seqOf: WeakMap<object, number>;
   /** The oldest row this process knows, checked before memory is trusted. */
   anchor: { seq: number; messageId: string } | undefined;
+  /**
+   * The list last written or read, as it was (a copy), and its seqs: the next put of
+   * the thread carries the same messages plus the new ones, so its known prefix is
+   * matched by identity (a pointer compare per message) instead of a lookup per message.
+   */
+  last: { list: readonly unknown[]; seqs: readonly number[] } | undefined;
 }
 
 export class MessageLog {
@@ -181,15 +187,20 @@ export class MessageLog {
   async #write(threadId: string, checkpointNs: string, log: ThreadLog, values: readonly unknown[]): Promise<number[] | undefined> {
     const seqs = new Array<number>(values.length);
     const unknown: number[] = [];
+    const prefix = knownPrefix(log.last, values);
+    for (let index = 0; index < prefix; index++) seqs[index] = log.last!.seqs[index]!;
     // One pass: a known instance is a logged message; only the others are examined.
-    for (let index = 0; index < values.length; index++) {
+    for (let index = prefix; index < values.length; index++) {
       const value = values[index];
       const seq = typeof value === 'object' && value !== null ? log.seqOf.get(value) : undefined;
       if (seq !== undefined) seqs[index] = seq;
       else if (isLoggable(value)) unknown.push(index);
       else return undefined;
     }
-    if (unknown.length === 0) return seqs;
+    if (unknown.length === 0) {
+      log.last = { list: values.slice(), seqs };
+      return seqs;
+    }
     const list = values as readonly BaseMessage[];
     // Only what this process has not seen is serialised: a turn's new messages. Stored in
     // the form a load gives back (serialised, loaded, serialised again): a message fresh
@@ -220,6 +231,7 @@ export class MessageLog {
       log.seqOf.set(list[index]!, seq);
       if (!log.bySeq.has(seq)) this.#remember(log, seq, dumped[position]![2], ids[position]!);
     }
+    log.last = { list: values.slice(), seqs };
     this.#trim();
     return seqs;
   }
@@ -237,6 +249,7 @@ export class MessageLog {
       if (message === undefined) throw new Error(`message log of thread ${threadId} has no row ${seq}`);
       return message;
     });
+    log.last = { list: list.slice(), seqs };
     this.#trim();
     return list;
   }
@@ -297,7 +310,21 @@ export class MessageLog {
 }
 
 function emptyLog(): ThreadLog {
-  return { bySeq: new Map(), seqOf: new WeakMap(), anchor: undefined };
+  return { bySeq: new Map(), seqOf: new WeakMap(), anchor: undefined, last: undefined };
+}
+
+/**
+ * How many leading elements of `values` are the very instances of the last list (whose
+ * seqs are then known). The longest such prefix: a list read back holds a copy of the
+ * previous turn's reply where the list written held the node's own instance.
+ */
+function knownPrefix(last: ThreadLog['last'], values: readonly unknown[]): number {
+  if (last === undefined) return 0;
+  const list = last.list;
+  const length = Math.min(list.length, values.length);
+  let index = 0;
+  while (index < length && values[index] === list[index]) index++;
+  return index;
 }
 
 function key(threadId: string, checkpointNs: string): string {

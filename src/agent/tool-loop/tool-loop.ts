@@ -185,6 +185,8 @@ function signaturesOfTurn(messages: readonly BaseMessage[]): Map<string, number>
  * model call only: the saved history keeps what happened.
  */
 export function closeDanglingToolCalls(messages: readonly BaseMessage[]): BaseMessage[] {
+  // Most threads: no tool call at all, or none left open; one cheap pass says so.
+  if (!messages.some((message) => AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0)) return [...messages];
   const answered = new Set(messages.filter(ToolMessage.isInstance).map((message) => message.tool_call_id));
   const result: BaseMessage[] = [];
   for (const [index, message] of messages.entries()) {

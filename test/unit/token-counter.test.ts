@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { Tiktoken } from 'js-tiktoken/lite';
+import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
+import { TokenCounter } from '../../src/agent/context/token-counter.js';
+
+/** mulberry32, for reproducible texts. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PARTS = ['hello', ' world', '  ', '\n', '\n\n', '\r\n', ' \n ', '\t', "'s", "'LL", 'don\'t', '12345', ' 7', '3.14', '!!', ' ?!', '...', 'é', 'naïve', '日本語', ' 😀', '😀😀', '<|endoftext|>', '<|fim_prefix|>', '{"a":1}', ' kalomine', 'strablegeron', 'x', ' ', '   \n\n  ', 'ÄÖÜ', '\u00a0', '--', '`code`'];
+
+describe('token counts (I14)', () => {
+  it('equal the encoder\'s own count of the whole text, however the text is made up (pieces are counted once, then remembered)', () => {
+    const encoder = new Tiktoken(cl100kBase);
+    const counter = new TokenCounter();
+    const next = random(3);
+    for (let round = 0; round < 800; round++) {
+      let text = '';
+      const parts = Math.floor(next() * 40);
+      for (let index = 0; index < parts; index++) text += PARTS[Math.floor(next() * PARTS.length)];
+      expect(counter.text(text), JSON.stringify(text)).toBe(encoder.encode(text, [], []).length);
+    }
+  });
+});
