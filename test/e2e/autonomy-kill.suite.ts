@@ -10,6 +10,7 @@ import { WebSocket } from 'ws';
 import { followUpMessageId } from '../../src/domain/autonomy/timer.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { PROCESS_ENDED_REASON } from '../../src/app/runs/orphaned-run-sweeper.js';
 
 type Json = Record<string, any>;
 
@@ -83,7 +84,7 @@ export function autonomyKillSuite(environment: () => Promise<{ env: Record<strin
     runs = ((await call('GET', `/api/threads/${thread.id}/runs`)).body.runs as Json[]).reverse();
     const autonomy = runs.filter((run) => run.trigger === 'autonomy');
     expect(autonomy.map((run) => [run.status, run.reason])).toEqual([
-      ['failed', 'interrupted: its process ended during the run'],
+      ['failed', PROCESS_ENDED_REASON], // ended by the sweep at start, or by the follow-up's own recovery
       ['succeeded', null],
     ]);
     expect(autonomy[0]!.id).toBe(fire!.runId);

@@ -64,11 +64,13 @@ export function contextCrashSuite(environment: () => Promise<{ env: Record<strin
     hangSummaries = false;
     server = await startServerProcess(env);
     call = api(server.url);
+    // The run the kill cut short is ended by the sweep at start, once it has brought the
+    // thread's history in step with what the dead run's checkpoint holds.
+    await waitFor(async () => ((await call(`/api/threads/${threadId}/runs`)).body.runs as Array<{ status: string }>).every((run) => run.status !== 'running'), 60_000, 'the cut run to be ended');
     // Every message that was in the thread when the fold began is still in history, in order, once each.
     // (The interrupted turn's own message was never acknowledged — its POST never answered —
-    // and whether it outlives a SIGKILL depends on the backend writing the run's input
-    // checkpoint before the model call: SQLite keeps it; PostgreSQL, today, does not, with or
-    // without a fold. That is the run path's durability, not the fold's.)
+    // so it may or may not outlive the kill, depending on whether the run's input checkpoint
+    // was written before the model call. That is the run path's durability, not the fold's.)
     const history = await call(`/api/threads/${threadId}/history?limit=200`);
     const personTexts = history.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: unknown }) => message.content);
     const answered = Array.from({ length: interrupted - 1 }, (_, index) => said(index + 1));

@@ -12,7 +12,7 @@ import type { DueJob } from '../job-queue.js';
 import { textOf } from '../../domain/message-content.js';
 import type { AgentRecord, StoredMessage } from '../ports.js';
 import type { PlanRequest } from './follow-up-scheduler.js';
-import { endedByDeadProcess } from '../runs/orphaned-run-sweeper.js';
+import { endedByDeadProcess, processEndedRunEnd } from '../runs/orphaned-run-sweeper.js';
 import { STOPPING_REASON, type Admission, type RunDeclined, type RunOutcome } from '../run-coordinator.js';
 import { FOLLOW_UP_QUEUE, latestIso, TimerEvents, type AutonomyDependencies } from './autonomy-dependencies.js';
 import { reserveModelCall } from './model-call-budget.js';
@@ -161,7 +161,7 @@ export class FollowUpFirer {
       const end =
         turn === 'answered'
           ? { status: 'succeeded' as const, reason: 'its process ended after the reply was saved' }
-          : { status: 'failed' as const, reason: 'interrupted: its process ended during the run', errorCode: 'INTERNAL', errorMessage: 'the process running it ended' };
+          : processEndedRunEnd(now);
       await storage.runs.finish(previous.id, { ...end, endedAt: now });
     }
     if (turn === 'answered' || turn === 'superseded') {

@@ -1,11 +1,17 @@
 import type { Logger } from 'pino';
 import { PeriodicTask } from '../periodic-task.js';
-import type { Clock, EventBus, RunRecord, RunRepository } from '../ports.js';
+import type { Clock, EventBus, RunEnd, RunRecord, RunRepository } from '../ports.js';
 import type { ThreadLockService } from '../thread-lock.js';
 
 /** The end recorded for a run whose process died before it could record one. */
 export const PROCESS_ENDED_REASON = 'its process ended before the run recorded its end';
 export const PROCESS_ENDED_CODE = 'INTERNAL';
+const PROCESS_ENDED_MESSAGE = 'the process running it ended';
+
+/** How a run whose process died is ended, by the sweep or by a follow-up's own recovery. */
+export function processEndedRunEnd(endedAt: string): RunEnd & { status: 'failed'; reason: string; errorCode: string; errorMessage: string } {
+  return { status: 'failed', reason: PROCESS_ENDED_REASON, errorCode: PROCESS_ENDED_CODE, errorMessage: PROCESS_ENDED_MESSAGE, endedAt };
+}
 
 export interface OrphanedRunSweeperDeps {
   runs: RunRepository;
@@ -92,10 +98,11 @@ export class OrphanedRunSweeper {
         log.error({ err: error }, 'could not sync the projection of an orphaned run; ending it anyway');
       }
       const at = clock.now().toISOString();
-      const finished = await runs.finish(run.id, { status: 'failed', reason: PROCESS_ENDED_REASON, errorCode: PROCESS_ENDED_CODE, errorMessage: 'the process running it ended', endedAt: at });
+      const end = processEndedRunEnd(at);
+      const finished = await runs.finish(run.id, end);
       if (finished.status !== 'failed' || finished.reason !== PROCESS_ENDED_REASON) return false;
       log.warn({ startedAt: run.startedAt }, 'a run was left running by a process that died: ended as failed');
-      events.publish({ type: 'run.end', threadId: run.threadId, runId: run.id, at, status: 'failed', reason: PROCESS_ENDED_REASON, error: { code: PROCESS_ENDED_CODE, message: 'the process running it ended' } });
+      events.publish({ type: 'run.end', threadId: run.threadId, runId: run.id, at, status: 'failed', reason: PROCESS_ENDED_REASON, error: { code: end.errorCode, message: end.errorMessage } });
       return true;
     } finally {
       await lease.release();
