@@ -45,6 +45,7 @@ import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServe
 import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { RetentionJob } from './app/retention.js';
 import { OrphanedRunSweeper } from './app/runs/orphaned-run-sweeper.js';
+import { ModelInputLog } from './app/runs/model-input-log.js';
 import { contextOfRun } from './app/runs/run-request.js';
 import { startOtelTracing, type OtelTracing } from './adapters/tracing/otel-tracing.js';
 import { OtelRunTracer } from './adapters/tracing/otel-run-tracer.js';
@@ -151,6 +152,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const checkpointer = measureCheckpointWrites(storage.checkpointer, metrics);
     const timerRepository = new SqlTimerRepository(storage.context);
     // One context window for every graph (I14): the agents' budgets, and autonomy's budget for summary calls.
+    const modelInputs = new ModelInputLog();
     const contextWindow = new ContextWindow({
       models,
       logger,
@@ -158,6 +160,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       agents: storage.agents,
       serverMaxTokens: config.contextTokens,
       admitSummaryCall: summaryCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }),
+      onModelInput: (runId, record) => modelInputs.note(runId, record),
     });
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
     const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
@@ -199,6 +202,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       defaultModel: config.model,
       modelLabel,
       locks,
+      modelInputs,
       modelStallTimeoutMs: config.modelTimeoutMs,
       ...(options.autonomy?.modelRetries !== undefined ? { modelRetries: options.autonomy.modelRetries } : {}),
       ...(options.autonomy?.retryBackoffMs !== undefined ? { retryBackoffMs: options.autonomy.retryBackoffMs } : {}),

@@ -7,6 +7,7 @@ import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import type { Visibility } from '../domain/message-metadata.js';
 import type { RunStatus, RunTrigger } from '../domain/run-context.js';
 import type { VigilEvent } from '../domain/events.js';
+import type { ModelInputRecord } from '../domain/context/context-report.js';
 
 export type Iso = string; // ISO 8601 UTC timestamp
 
@@ -153,12 +154,16 @@ export interface RunRecord {
   requestedAt: Iso;
   startedAt: Iso;
   endedAt: Iso | null;
+  /** What each model call of the run received, in order (empty until the run ended, or for runs before this was kept). */
+  modelInputs: ModelInputRecord[];
 }
 
-export type NewRun = Omit<RunRecord, 'status' | 'reason' | 'errorCode' | 'errorMessage' | 'endedAt'>;
+export type NewRun = Omit<RunRecord, 'status' | 'reason' | 'errorCode' | 'errorMessage' | 'endedAt' | 'modelInputs'>;
 
 export interface RunEnd {
   status: Exclude<RunStatus, 'running'>;
+  /** What the run's model calls received (parts and token counts, the window's first and last message). */
+  modelInputs?: ModelInputRecord[];
   reason?: string | null;
   errorCode?: string | null;
   errorMessage?: string | null;

@@ -1,3 +1,4 @@
+import type { ModelInputLog } from './runs/model-input-log.js';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { Logger } from 'pino';
 import type { RegisteredGraph } from '../agent/agent-graph.js';
@@ -40,6 +41,8 @@ export interface RunCoordinatorDependencies {
   modelStallTimeoutMs?: number;
   /** Callbacks each run's graph gets, made per run (an OpenTelemetry tracer: one trace per run). */
   runCallbacks?: () => BaseCallbackHandler[];
+  /** What each run's model calls received (told by the context window), kept with the run. */
+  modelInputs?: ModelInputLog;
 }
 
 /** Runs a person's message pre-empts (I8): the agent acting on its own. */
@@ -161,7 +164,7 @@ export class RunCoordinator {
   private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
     const modelSpec = request.agent.model ?? this.deps.defaultModel;
     const execution = new RunExecution(
-      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec), callbacks: this.deps.runCallbacks },
+      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec), callbacks: this.deps.runCallbacks, modelInputs: this.deps.modelInputs },
       request,
       registered,
       controller,

@@ -108,6 +108,28 @@ export const messageDto = z.object({
   visibility: z.enum(['user', 'internal']).optional().describe('present with include=internal'),
   additionalKwargs: z.record(z.string(), z.unknown()).optional().describe('present with include=internal'),
 });
+const modelInputDto = z
+  .object({
+    at: z.string(),
+    model: z.string(),
+    inputTokens: z.number().int().describe('everything the model received, counted (our tokenizer, corrected by the provider\'s reported usage)'),
+    inputLimit: z.number().int().describe('the most the input could take: the budget less the room kept for the answer'),
+    systemTokens: z.number().int(),
+    envelopeTokens: z.number().int().nullable().describe('null when the call carried no envelope'),
+    summary: z.object({ tokens: z.number().int(), coveredMessages: z.number().int(), lastMessageId: z.string() }).nullable(),
+    window: z.object({
+      count: z.number().int(),
+      tokens: z.number().int(),
+      firstMessageId: z.string().nullable(),
+      lastMessageId: z.string().nullable(),
+      summarized: z.number().int(),
+      trimmed: z.number().int(),
+      cut: z.boolean(),
+      mediaReplaced: z.number().int(),
+    }).describe("the thread's messages the model read: a stretch of history from firstMessageId to lastMessageId"),
+  })
+  .describe('what one model call of the run received');
+
 export const runDto = z.object({
   id: z.string(),
   threadId: z.string(),
@@ -130,6 +152,7 @@ export const runDto = z.object({
       stage: z.string().nullable().describe('full, strings_cut, keys_dropped or stub'),
     })
     .describe('the envelope the model received (I4)'),
+  modelInputs: z.array(modelInputDto).describe("what each of the run's model calls received, in order (recorded when the run ended)"),
 });
 export const memoryDto = z.object({ id: z.string(), agentId: z.string(), content: z.string(), createdAt: z.string(), score: z.number().optional() });
 
@@ -187,6 +210,7 @@ export function toRunDto(run: RunRecord): z.infer<typeof runDto> {
     startedAt: run.startedAt,
     endedAt: run.endedAt,
     envelope: recordedEnvelope(run.trigger, run.meta),
+    modelInputs: run.modelInputs,
   };
 }
 

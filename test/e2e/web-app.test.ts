@@ -184,6 +184,13 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const run = page.getByRole('complementary', { name: 'Inspector' }).locator('li.run.focused');
     await run.getByText('None: user runs reach the model without an envelope').waitFor();
     await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === (await run.getAttribute('id')), 5_000, 'the run to take focus');
+    // …and what its model call received, as the run recorded it.
+    const [recorded] = (await server.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Json[];
+    const [call] = recorded!.modelInputs as Json[];
+    const received = run.locator('details.model-inputs');
+    await expect(received.getAttribute('open')).resolves.not.toBeNull();
+    await expect(received.textContent()).resolves.toContain(`${call!.inputTokens} of ${call!.inputLimit} input tokens · system prompt ${call!.systemTokens} · envelope none`);
+    await expect(received.textContent()).resolves.toContain(`${call!.window.count} messages (${call!.window.tokens} tokens`);
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   });

@@ -67,5 +67,21 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     const history = await server.request('GET', `/api/threads/${threadId}/history?limit=200&include=internal`);
     expect(history.body.messages).toHaveLength(28);
     expect(JSON.stringify(history.body.messages)).not.toContain('SUMMARY-');
+
+    // The run keeps what its model call received: the same window the provider got, by message id.
+    const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=20`)).body.runs as Array<Record<string, any>>;
+    expect(runs).toHaveLength(14);
+    for (const run of runs) expect(run.modelInputs).toHaveLength(1);
+    const [call] = runs[0]!.modelInputs as Array<Record<string, any>>;
+    const sent = last.messages.slice(1); // after the system message
+    const messages = history.body.messages as Array<Record<string, any>>;
+    const first = messages.findIndex((message) => message.id === call.window.firstMessageId);
+    const lastIndex = messages.findIndex((message) => message.id === call.window.lastMessageId);
+    expect(call.window.count).toBe(sent.length);
+    expect(messages.slice(first, lastIndex + 1).map((message) => message.content)).toEqual(sent.map((message) => message.content));
+    expect(call.summary).toMatchObject({ tokens: expect.any(Number) });
+    expect(call.summary.coveredMessages).toBeGreaterThan(0);
+    expect(call.inputTokens).toBeLessThanOrEqual(call.inputLimit);
+    expect(call.envelopeTokens).toBeNull();
   });
 }

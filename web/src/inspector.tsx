@@ -53,6 +53,8 @@ export function Inspector({
     const item = document.getElementById(`run-${focusRun}`);
     const envelope = item?.querySelector<HTMLDetailsElement>('details.envelope');
     if (envelope) envelope.open = true;
+    const received = item?.querySelector<HTMLDetailsElement>('details.model-inputs');
+    if (received) received.open = true;
     item?.scrollIntoView({ block: 'nearest' });
     item?.focus();
   }, [focusRun, focusLoaded]);
@@ -155,6 +157,7 @@ export function Inspector({
                   <p className="muted">None: {run.trigger} runs reach the model without an envelope (the message itself is the context).</p>
                 )}
               </details>
+              <ModelInputs run={run} />
               <details className="meta">
                 <summary>Envelope and meta</summary>
                 <JsonBlock value={{ trigger: run.trigger, meta: run.meta, model: run.model, correlationId: run.correlationId, requestedAt: run.requestedAt, startedAt: run.startedAt, endedAt: run.endedAt }} />
@@ -164,6 +167,32 @@ export function Inspector({
         </ol>
       </section>
     </aside>
+  );
+}
+
+/**
+ * What each of a run's model calls received, as recorded when the run ended: tokens per
+ * part and the stretch of history the model read (its texts are in the conversation, with
+ * internal messages shown by the toggle above).
+ */
+function ModelInputs({ run }: { run: Run }) {
+  if (run.modelInputs.length === 0) return null;
+  return (
+    <details className="model-inputs">
+      <summary>What the model received ({run.modelInputs.length === 1 ? '1 call' : `${run.modelInputs.length} calls`})</summary>
+      <ol>
+        {run.modelInputs.map((call, index) => (
+          <li key={index}>
+            {call.inputTokens} of {call.inputLimit} input tokens · system prompt {call.systemTokens} · envelope {call.envelopeTokens ?? 'none'} · summary{' '}
+            {call.summary ? `${call.summary.tokens} (covers ${call.summary.coveredMessages} messages)` : 'none'} · {call.window.count} messages ({call.window.tokens} tokens
+            {call.window.summarized ? `, ${call.window.summarized} summarised` : ''}
+            {call.window.trimmed ? `, ${call.window.trimmed} left out` : ''}
+            {call.window.cut ? ', newest cut to fit' : ''})
+            <JsonBlock value={{ model: call.model, at: call.at, firstMessageId: call.window.firstMessageId, lastMessageId: call.window.lastMessageId }} />
+          </li>
+        ))}
+      </ol>
+    </details>
   );
 }
 

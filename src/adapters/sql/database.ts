@@ -72,6 +72,7 @@ export interface RunsTable {
   requested_at: Timestamp;
   started_at: Timestamp;
   ended_at: NullableTimestamp;
+  model_inputs: JsonText | null;
 }
 
 /** SQLite adds an INTEGER PRIMARY KEY `row_id` for its FTS index; only raw SQL uses it. */

@@ -1,9 +1,10 @@
 import type { Selectable } from 'kysely';
+import type { ModelInputRecord } from '../../domain/context/context-report.js';
 import type { NewRun, RunEnd, RunRecord, RunRepository } from '../../app/ports.js';
 import { VigilError } from '../../domain/errors.js';
 import type { RunStatus, RunTrigger } from '../../domain/run-context.js';
 import type { RunsTable, SqlContext } from './database.js';
-import { checkLimit, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
+import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
 
 export class SqlRunRepository implements RunRepository {
   readonly #context: SqlContext;
@@ -50,6 +51,7 @@ export class SqlRunRepository implements RunRepository {
         error_code: end.errorCode ?? null,
         error_message: end.errorMessage ?? null,
         ended_at: isoForDatabase(end.endedAt),
+        ...(end.modelInputs && end.modelInputs.length > 0 ? { model_inputs: encodeJson(end.modelInputs) } : {}),
       })
       .where('id', '=', runId)
       .where('status', '=', 'running')
@@ -110,5 +112,6 @@ function toRunRecord(row: Selectable<RunsTable>): RunRecord {
     requestedAt: isoFromDatabase(row.requested_at),
     startedAt: isoFromDatabase(row.started_at),
     endedAt: nullableIsoFromDatabase(row.ended_at),
+    modelInputs: row.model_inputs === null || row.model_inputs === undefined ? [] : (decodeJson(row.model_inputs) as ModelInputRecord[]),
   };
 }

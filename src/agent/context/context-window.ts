@@ -3,7 +3,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.js';
 import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, type ContextBudget } from '../../domain/context/context-settings.js';
-import type { ContextReport } from '../../domain/context/context-report.js';
+import { modelInputRecordOf, type ContextReport, type ModelInputRecord } from '../../domain/context/context-report.js';
 import { withSummarySection, type SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import { fitWindow, planFold, type FitItem, type FitKind } from '../../domain/context/fit-window.js';
 import type { Envelope } from '../../domain/envelope/build-envelope.js';
@@ -53,6 +53,8 @@ export interface ContextWindowDependencies {
    * autonomy budget (I5). False means no call: this turn trims, a later one folds.
    */
   admitSummaryCall?: (run: ActiveRunSettings) => Promise<boolean>;
+  /** Told what each real model call receives (not the API's preview of the next one), to keep with its run. */
+  onModelInput?: (runId: string, record: ModelInputRecord) => void;
 }
 
 export interface PrepareOptions extends ModelInputOptions {
@@ -182,6 +184,7 @@ export class ContextWindow {
       messages: { inThread: kept.length, summarized: covered, trimmed: recent.length - window.length, window: windowReport, tokens: messageTokens },
       inputTokens,
     };
+    if (mayFold !== false) this.deps.onModelInput?.(run.runId, modelInputRecordOf(report, this.deps.clock.now().toISOString(), run.model));
     if (inputTokens > inputLimit) log.error({ inputTokens, inputLimit }, 'model input over the context budget');
     log.debug({ inputTokens, inputLimit, maxTokens: budget.maxTokens, window: window.length, summarized: covered, trimmed: report.messages.trimmed }, 'model context fitted');
     return {

@@ -1,3 +1,5 @@
+import type { ModelInputRecord } from '../../domain/context/context-report.js';
+import type { ModelInputLog } from './model-input-log.js';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
@@ -31,6 +33,8 @@ export interface RunExecutionDependencies {
   modelName: string;
   /** Callbacks for this run's graph (a tracer: one trace per run); made once per run. */
   callbacks?: (() => BaseCallbackHandler[]) | undefined;
+  /** What the run's model calls received, recorded with the run's end. */
+  modelInputs?: ModelInputLog | undefined;
 }
 
 /**
@@ -215,7 +219,7 @@ export class RunExecution {
     const state = await this.registered.graph.getState(runConfig(this.settings));
     const waiting = (state.tasks ?? []).some((task) => (task.interrupts?.length ?? 0) > 0);
     const end = waiting ? { status: 'interrupted' as const, reason: 'waiting for a person\'s approval' } : { status: 'succeeded' as const, reason: this.registered.endReason?.(this.lastValues) ?? null };
-    const run = await this.deps.storage.runs.finish(this.runId, { ...end, endedAt: this.deps.clock.now().toISOString() });
+    const run = await this.deps.storage.runs.finish(this.runId, { ...end, modelInputs: this.modelInputs(), endedAt: this.deps.clock.now().toISOString() });
     this.run = run;
     this.log.info({ status: run.status }, 'run ended');
     return { run, messages: this.projected };
@@ -242,6 +246,7 @@ export class RunExecution {
       reason: cancelled ? message : failureReason(failure, this.attempts, this.gaveUp),
       errorCode: code,
       errorMessage: message,
+      modelInputs: this.modelInputs(),
       endedAt: this.deps.clock.now().toISOString(),
     });
     return { run: this.run, messages: this.projected };
@@ -260,6 +265,10 @@ export class RunExecution {
       ...(run.reason ? { reason: run.reason } : {}),
       ...(run.errorCode && run.errorCode !== 'RUN_CANCELLED' ? { error: { code: run.errorCode, message: run.errorMessage ?? '' } } : {}),
     });
+  }
+
+  private modelInputs(): ModelInputRecord[] {
+    return this.deps.modelInputs?.take(this.runId) ?? [];
   }
 
   private get runId(): string {

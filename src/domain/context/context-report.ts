@@ -30,3 +30,44 @@ export interface ContextReport {
   /** Everything the model receives, counted. */
   inputTokens: number;
 }
+
+/**
+ * What one model call of a run received, kept with the run so the inspector can show it
+ * for any past reply: the parts' token counts and which messages made the window (a
+ * contiguous stretch of the thread, by first and last id, so the record stays a few
+ * hundred bytes however long the window). The texts themselves are in the thread's
+ * history as stored (redacted); the envelope is rebuilt from the run's redacted meta.
+ */
+export interface ModelInputRecord {
+  at: string;
+  model: string;
+  inputTokens: number;
+  inputLimit: number;
+  systemTokens: number;
+  envelopeTokens: number | null;
+  summary: { tokens: number; coveredMessages: number; lastMessageId: string } | null;
+  window: { count: number; tokens: number; firstMessageId: string | null; lastMessageId: string | null; summarized: number; trimmed: number; cut: boolean; mediaReplaced: number };
+}
+
+export function modelInputRecordOf(report: ContextReport, at: string, model: string): ModelInputRecord {
+  const { window } = report.messages;
+  return {
+    at,
+    model,
+    inputTokens: report.inputTokens,
+    inputLimit: report.budget.inputLimit,
+    systemTokens: report.system.tokens,
+    envelopeTokens: report.envelope.shown ? report.envelope.tokens : null,
+    summary: report.summary ? { tokens: report.summary.tokens, coveredMessages: report.summary.coverage?.messageCount ?? 0, lastMessageId: report.summary.coverage?.lastMessageId ?? '' } : null,
+    window: {
+      count: window.length,
+      tokens: report.messages.tokens,
+      firstMessageId: window[0]?.id ?? null,
+      lastMessageId: window.at(-1)?.id ?? null,
+      summarized: report.messages.summarized,
+      trimmed: report.messages.trimmed,
+      cut: window.some((entry) => entry.cut),
+      mediaReplaced: window.filter((entry) => entry.mediaReplaced).length,
+    },
+  };
+}

@@ -14,8 +14,9 @@ import { outboundWebhooksMigration } from './0009-outbound-webhooks.js';
 import { runningRunsIndexMigration } from './0010-running-runs-index.js';
 import { retentionSettledIndexesMigration } from './0011-retention-settled-indexes.js';
 import { langgraphProtocolMigration } from './0012-langgraph-protocol.js';
+import { runModelInputsMigration } from './0013-run-model-inputs.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration];
