@@ -5,6 +5,7 @@
 import { AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { AUTONOMOUS_TRIGGER_TYPES, LEGACY_SYNTHETIC_PREFIX, syntheticMetadata } from '../src/domain/message-metadata.js';
 import { DEMO_MODEL_NAME } from '../src/adapters/llm/demo-chat-model.js';
+import { seededRandom as random } from '../test/helpers/seeded-random.js';
 
 /**
  * A vocabulary of 4,000 pseudo-words drawn with a Zipf-like skew: text about as
@@ -28,17 +29,8 @@ function word(next: () => number): string {
   return WORDS[Math.floor(WORDS.length * next() ** 3)]!;
 }
 
-/** mulberry32: small, fast, good enough for fixtures. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The fixtures' generator is the tests' (mulberry32): the same seed, the same thread. */
+export { random };
 
 function sentence(next: () => number, minChars: number, maxChars: number): string {
   const target = minChars + Math.floor(next() * (maxChars - minChars));

@@ -29,6 +29,7 @@ import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { parseSse } from '../helpers/test-server.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 
 type Json = Record<string, any>;
 type Environment = () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>;
@@ -40,18 +41,6 @@ const FOLLOWER_THREADS = [0, 2, 4];
 const FOLLOW_UP_DELAY_MS = 300;
 /** Slow enough that a kill lands mid-reply (a demo reply is about 15 tokens). */
 const TOKEN_DELAY_MS = '10';
-
-/** A small seeded generator (mulberry32): the same seed, the same choices. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** One message the test sent, and what the API said about it. */
 interface Sent {

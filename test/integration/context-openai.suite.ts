@@ -72,7 +72,7 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=20`)).body.runs as Array<Record<string, any>>;
     expect(runs).toHaveLength(14);
     for (const run of runs) expect(run.modelInputs).toHaveLength(1);
-    const [call] = runs[0]!.modelInputs as Array<Record<string, any>>;
+    const call = (runs[0]!.modelInputs as Array<Record<string, any>>)[0]!;
     const sent = last.messages.slice(1); // after the system message
     const messages = history.body.messages as Array<Record<string, any>>;
     const first = messages.findIndex((message) => message.id === call.window.firstMessageId);

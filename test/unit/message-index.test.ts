@@ -3,18 +3,7 @@ import { AIMessage, AIMessageChunk, HumanMessage, RemoveMessage, type BaseMessag
 import { messagesStateReducer } from '@langchain/langgraph';
 import { appendMessages } from '../../src/agent/message-index.js';
 import { vigilMessagesReducer } from '../../src/agent/message-identity.js';
-
-/** mulberry32, for reproducible random histories. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as random } from '../helpers/seeded-random.js';
 
 const shape = (messages: readonly BaseMessage[]) => messages.map((message) => [message.constructor.name, message.getType(), message.id, message.content]);
 

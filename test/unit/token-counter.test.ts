@@ -2,18 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
 import { TokenCounter } from '../../src/agent/context/token-counter.js';
-
-/** mulberry32, for reproducible texts. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as random } from '../helpers/seeded-random.js';
 
 const PARTS = ['hello', ' world', '  ', '\n', '\n\n', '\r\n', ' \n ', '\t', "'s", "'LL", 'don\'t', '12345', ' 7', '3.14', '!!', ' ?!', '...', 'é', 'naïve', '日本語', ' 😀', '😀😀', '<|endoftext|>', '<|fim_prefix|>', '{"a":1}', ' kalomine', 'strablegeron', 'x', ' ', '   \n\n  ', 'ÄÖÜ', '\u00a0', '--', '`code`'];
 
