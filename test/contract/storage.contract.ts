@@ -441,7 +441,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const thread = await newThread(userId);
         const input = newRun(userId, thread.id, { trigger: 'cron', startedAt: at(1) });
         const created = await storage.runs.create(input);
-        expect(created).toEqual({ ...input, status: 'running', reason: null, errorCode: null, errorMessage: null, endedAt: null });
+        expect(created).toEqual({ ...input, status: 'running', reason: null, errorCode: null, errorMessage: null, endedAt: null, modelInputs: [] });
         expect(await storage.runs.get(userId, created.id)).toEqual(created);
 
         const finished = await storage.runs.finish(created.id, { status: 'failed', reason: 'step bound', errorCode: 'MODEL_ERROR', errorMessage: 'boom', endedAt: at(2) });
@@ -451,8 +451,21 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.runs.get(userId, created.id)).toEqual(finished);
 
         const later = await storage.runs.create(newRun(userId, thread.id, { startedAt: at(5) }));
-        const succeeded = await storage.runs.finish(later.id, { status: 'succeeded', endedAt: at(6) });
-        expect(succeeded).toMatchObject({ status: 'succeeded', reason: null, errorCode: null, errorMessage: null, endedAt: at(6) });
+        // What the run's model calls received is written with its end, and read back as written.
+        const modelInputs = [
+          {
+            at: at(5),
+            model: 'demo',
+            inputTokens: 120,
+            inputLimit: 30_000,
+            systemTokens: 40,
+            envelopeTokens: null,
+            summary: { tokens: 30, coveredMessages: 12, lastMessageId: 'm-12' },
+            window: { count: 3, tokens: 50, firstMessageId: 'm-13', lastMessageId: 'm-15', summarized: 12, trimmed: 0, cut: false, mediaReplaced: 0 },
+          },
+        ];
+        const succeeded = await storage.runs.finish(later.id, { status: 'succeeded', endedAt: at(6), modelInputs });
+        expect(succeeded).toMatchObject({ status: 'succeeded', reason: null, errorCode: null, errorMessage: null, endedAt: at(6), modelInputs });
         await storage.runs.create(newRun(userId, (await newThread(userId)).id));
 
         expect(await storage.runs.listByThread(userId, thread.id, { limit: 10 })).toEqual([succeeded, finished]);
