@@ -66,6 +66,10 @@ export const configSchema = z
     // The context budget of agents that set none; unset = the model's window where known, else 32,000.
     VIGIL_CONTEXT_TOKENS: z.coerce.number().int().min(1000).max(10_000_000).optional(),
     VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
+    // How often each instance looks for runs a dead process left `running` (and once at start).
+    VIGIL_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+    // Names this instance in /readyz and the logs; unset = a random id per start.
+    VIGIL_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, . _ or -').optional(),
     // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.
     VIGIL_MCP_STDIO_COMMANDS: z
       .string()
@@ -153,6 +157,10 @@ export interface Config {
   readonly contextTokens: number | undefined;
   /** How late a schedule fire may start before it counts as missed (its missed-run policy applies). */
   readonly scheduleMissedGraceMs: number;
+  /** How often runs left `running` by a dead process are looked for. */
+  readonly runSweepIntervalMs: number;
+  /** This instance's name (/readyz, logs); undefined = a random one per start. */
+  readonly instanceId: string | undefined;
   /** Commands a planner's stdio MCP server may be started with (exact match, `*` = any); empty = none. */
   readonly mcpStdioCommands: readonly string[];
   /** Outbound webhooks may reach private and loopback addresses (off: refused). */
@@ -217,6 +225,8 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
     contextTokens: value.VIGIL_CONTEXT_TOKENS,
     scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
+    runSweepIntervalMs: value.VIGIL_RUN_SWEEP_INTERVAL_MS,
+    instanceId: value.VIGIL_INSTANCE_ID,
     mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),
     outboundWebhooksAllowPrivate: value.VIGIL_OUTBOUND_WEBHOOKS_ALLOW_PRIVATE === 'true',
     secretsKey: value.VIGIL_SECRETS_KEY,

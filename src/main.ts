@@ -11,6 +11,9 @@ import { MemoryService } from './app/memory-service.js';
 import type { ChatModelResolver, Clock, Storage } from './app/ports.js';
 import { RunCoordinator } from './app/run-coordinator.js';
 import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
+import { PostgresEventBus } from './adapters/events/postgres-event-bus.js';
+import { PostgresListener } from './adapters/sql/postgres-listener.js';
+import type { EventBus } from './app/ports.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
 import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
@@ -85,7 +88,7 @@ export interface StartOptions {
   onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
   /** Test knobs of outbound webhooks: the first retry's delay, failures in a row before disabling. */
   outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
-  /** Test knob: how often runs left `running` by a dead process are looked for (default 30 s). */
+  /** Test knob: how often runs left `running` by a dead process are looked for (default: VIGIL_RUN_SWEEP_INTERVAL_MS). */
   orphanedRunSweepMs?: number;
 }
 
@@ -130,6 +133,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let locks: ThreadLockService | undefined;
   let metricsServer: MetricsServer | undefined;
   let tracing: OtelTracing | undefined;
+  let listener: PostgresListener | undefined;
+  let openedEvents: EventBus | undefined;
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
     const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
@@ -139,7 +144,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     if (demo) logger.warn({ model: modelLabel('demo') }, 'No model configured (VIGIL_MODEL): the offline DEMO model answers. Its replies are canned and labelled as demo.');
     else logger.info({ model: config.model }, 'model configured');
 
-    const events = new InProcessEventBus(logger);
+    // Several instances on one PostgreSQL database: one LISTEN connection per instance, shared
+    // by the event bus and the thread-yield notices; events cross instances (I15).
+    if (storage.kind === 'postgres' && config.databaseUrl) {
+      listener = await PostgresListener.open(config.databaseUrl, logger);
+      openedEvents = await PostgresEventBus.open({ db: storage.context.db, listener, schema: config.databaseSchema, logger });
+    } else openedEvents = new InProcessEventBus(logger);
+    const events = openedEvents;
     events.observe((event) => {
       const decision = autonomyDecisionOf(event);
       if (decision) metrics.autonomyDecision(decision);
@@ -182,7 +193,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
     const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]), endReason: toolLoopEndReason }, planner: plannerGraph };
-    const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
+    const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger, listener };
     locks = await openThreadLocks(lockTarget);
     tracing = config.otelEndpoint ? startOtelTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName, serviceVersion: packageVersion() }) : undefined;
     const runTracer = tracing?.tracer;
@@ -302,7 +313,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           if (agent) await coordinator.syncProjection(agent, contextOfRun(run), run.id);
         },
       },
-      { intervalMs: options.orphanedRunSweepMs ?? 30_000 },
+      { intervalMs: options.orphanedRunSweepMs ?? config.runSweepIntervalMs },
     );
     const outboundWebhooks = new OutboundWebhookService(
       { repository: new SqlOutboundWebhookRepository(storage.context), agents, jobs: jobQueue, secrets, approval: (id) => approvalService.reread(id), clock, logger },
@@ -384,6 +395,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let closing: Promise<void> | undefined;
     const running = app;
     const lockService = locks;
+    const eventBus = events;
     return {
       app: running,
       storage,
@@ -410,6 +422,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await metricsServer?.close();
           await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last traces'));
           await lockService.close();
+          await eventBus.close?.();
+          await listener?.close();
           await storage.close();
           logger.info('stopped');
         })()),
@@ -419,6 +433,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await metricsServer?.close().catch(() => undefined);
     await jobs?.stop().catch(() => undefined);
     await locks?.close().catch(() => undefined);
+    await openedEvents?.close?.().catch(() => undefined);
+    await listener?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;
   }

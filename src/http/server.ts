@@ -19,6 +19,7 @@ import { channelRoutes } from './routes/channel-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
 import { planRoutes } from './routes/plan-routes.js';
 import { threadRoutes } from './routes/thread-routes.js';
+import { threadEventRoutes } from './routes/thread-event-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
@@ -134,6 +135,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
 
   await app.register(agentRoutes(deps));
   await app.register(threadRoutes(deps));
+  await app.register(threadEventRoutes(deps));
   await app.register(contextRoutes(deps));
   if (deps.autonomy) await app.register(autonomyRoutes(deps.autonomy));
   if (deps.hooks) await app.register(hookRoutes(deps.hooks));

@@ -10,6 +10,7 @@ import type { Clock } from '../../app/ports.js';
 import type { LogContextRunner } from '../logging/create-logger.js';
 import { InProcessThreadLocks, type ThreadLockService } from '../../app/thread-lock.js';
 import { PostgresThreadLocks } from '../locks/postgres-thread-locks.js';
+import type { PostgresListener } from '../sql/postgres-listener.js';
 import type { SqlStorage } from '../sql/sql-storage.js';
 import { EmbeddedJobQueue } from './embedded-job-queue.js';
 import { PgBossJobQueue, pgBossSchemaFor } from './pg-boss-job-queue.js';
@@ -41,10 +42,10 @@ export function openJobQueue(target: JobQueueTarget): JobQueue {
   });
 }
 
-export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'>): Promise<ThreadLockService> {
+export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'> & { listener?: PostgresListener | undefined }): Promise<ThreadLockService> {
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
-    return PostgresThreadLocks.open({ connectionString: target.databaseUrl, schema: target.schema, logger: target.logger });
+    return PostgresThreadLocks.open({ connectionString: target.databaseUrl, schema: target.schema, logger: target.logger, ...(target.listener ? { listener: target.listener } : {}) });
   }
   return new InProcessThreadLocks();
 }
