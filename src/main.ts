@@ -14,6 +14,9 @@ import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
 import { PostgresEventBus } from './adapters/events/postgres-event-bus.js';
 import { PostgresListener } from './adapters/sql/postgres-listener.js';
 import type { EventBus } from './app/ports.js';
+import { randomUUID } from 'node:crypto';
+import { InProcessSingletonRoles, type SingletonRoles } from './app/singleton-role.js';
+import { PostgresSingletonRoles } from './adapters/locks/postgres-singleton-roles.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
 import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
@@ -135,6 +138,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let tracing: OtelTracing | undefined;
   let listener: PostgresListener | undefined;
   let openedEvents: EventBus | undefined;
+  let roles: SingletonRoles | undefined;
+  const instanceId = config.instanceId ?? randomUUID().slice(0, 8);
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
     const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
@@ -147,10 +152,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // Several instances on one PostgreSQL database: one LISTEN connection per instance, shared
     // by the event bus and the thread-yield notices; events cross instances (I15).
     if (storage.kind === 'postgres' && config.databaseUrl) {
-      listener = await PostgresListener.open(config.databaseUrl, logger);
+      listener = await PostgresListener.open(config.databaseUrl, logger, `vigil-listener ${instanceId}`);
       openedEvents = await PostgresEventBus.open({ db: storage.context.db, listener, schema: config.databaseSchema, logger });
     } else openedEvents = new InProcessEventBus(logger);
     const events = openedEvents;
+    // Work one instance does at a time (Telegram long polling), chosen by an advisory lock on PostgreSQL.
+    const singletonRoles: SingletonRoles =
+      storage.kind === 'postgres' && config.databaseUrl ? new PostgresSingletonRoles({ connectionString: config.databaseUrl, schema: config.databaseSchema, logger, instanceId }) : new InProcessSingletonRoles();
+    roles = singletonRoles;
     events.observe((event) => {
       const decision = autonomyDecisionOf(event);
       if (decision) metrics.autonomyDecision(decision);
@@ -337,6 +346,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             clock,
             logger,
             approvals: approvalService,
+            roles: singletonRoles,
           },
           {
             mode: telegramConfig.mode,
@@ -361,6 +371,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ping: () => storage.ping(),
       model: { spec: config.model, label: modelLabel(config.model), demo },
       storageKind: storage.kind,
+      instance: () => ({
+        id: instanceId,
+        database: storage.kind === 'postgres' ? `postgresql, schema ${config.databaseSchema}` : 'sqlite',
+        queue: storage.kind === 'postgres' ? 'pg-boss' : 'embedded',
+        roles: singletonRoles.held(),
+      }),
       withLogContext: bundle.withLogContext,
       autonomy,
       hooks,
@@ -390,7 +406,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
     retention.start();
     orphanedRuns.start(); // a first pass at once: runs a killed process left `running`
-    logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
+    logger.info({ address, instance: instanceId, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
 
     let closing: Promise<void> | undefined;
     const running = app;
@@ -418,6 +434,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await Promise.all([coordinator.drain(config.shutdownTimeoutMs), jobQueue.stop()]);
           await mcp.close();
           await Promise.all([hooks.drain(), telegram?.stop()]);
+          await singletonRoles.close();
           await httpClosed;
           await metricsServer?.close();
           await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last traces'));
@@ -434,6 +451,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await jobs?.stop().catch(() => undefined);
     await locks?.close().catch(() => undefined);
     await openedEvents?.close?.().catch(() => undefined);
+    await roles?.close().catch(() => undefined);
     await listener?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;

@@ -97,10 +97,23 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   app.get('/healthz', { schema: { tags: ['health'], response: { 200: z.object({ status: z.literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
   app.get(
     '/readyz',
-    { schema: { tags: ['health'], response: { 200: z.object({ status: z.literal('ready'), storage: z.string(), model: z.string(), demo: z.boolean() }) } } },
+    {
+      schema: {
+        tags: ['health'],
+        response: {
+          200: z.object({
+            status: z.literal('ready'),
+            storage: z.string(),
+            model: z.string(),
+            demo: z.boolean(),
+            instance: z.object({ id: z.string(), database: z.string(), queue: z.string(), roles: z.array(z.string()) }).optional(),
+          }),
+        },
+      },
+    },
     async () => {
       await deps.ping();
-      return { status: 'ready' as const, storage: deps.storageKind, model: deps.model.label, demo: deps.model.demo };
+      return { status: 'ready' as const, storage: deps.storageKind, model: deps.model.label, demo: deps.model.demo, ...(deps.instance ? { instance: deps.instance() } : {}) };
     },
   );
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
