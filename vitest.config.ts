@@ -10,6 +10,7 @@ const FLEET = [
   'test/e2e/crash-safety-postgres.test.ts',
   'test/e2e/autonomy-multi-instance-postgres.test.ts',
   'test/e2e/schedules-two-processes.test.ts',
+  'test/e2e/cluster-postgres.test.ts',
 ];
 
 export default defineConfig({
