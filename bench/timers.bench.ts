@@ -22,6 +22,7 @@ import { PgBoss } from 'pg-boss';
 import { EmbeddedJobQueue } from '../src/adapters/jobs/embedded-job-queue.js';
 import type { JobTables } from '../src/adapters/jobs/jobs-table.js';
 import { PgBossJobQueue, pgBossSchemaFor } from '../src/adapters/jobs/pg-boss-job-queue.js';
+import { PostgresListener } from '../src/adapters/sql/postgres-listener.js';
 import type { Database } from '../src/adapters/sql/database.js';
 import { openPostgresStorage } from '../src/adapters/sql/postgres-storage.js';
 import type { SqlStorage } from '../src/adapters/sql/sql-storage.js';
@@ -68,6 +69,8 @@ export async function benchTimers(options: TimerBenchOptions = {}): Promise<Time
   for (const pending of sizes) {
     progress(`timers: PostgreSQL (pg-boss), ${pending.toLocaleString('en')} pending`);
     rows.push(...(await onPostgres(postgresUrl, pending, probes, burst)));
+    progress(`timers: PostgreSQL (due-timer job table), ${pending.toLocaleString('en')} pending`);
+    rows.push(...(await onPostgresJobTable(postgresUrl, pending, probes, burst)));
   }
   return rows;
 }
@@ -112,6 +115,25 @@ async function onPostgres(url: string, pending: number, probes: number, burst: n
   }
 }
 
+/** vigil's path for due timers on PostgreSQL: the job table, claimed with SKIP LOCKED, woken by NOTIFY. */
+async function onPostgresJobTable(url: string, pending: number, probes: number, burst: number): Promise<TimerBenchRow[]> {
+  const schema = `vigil_bench_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const storage = await openPostgresStorage({ connectionString: url, schema, logger: silentLogger });
+  const listener = await PostgresListener.open(url, silentLogger);
+  try {
+    const before = await schemaBytes(url, schema);
+    const heap = await heapPerTimer(() => seedPending(storage, pending, 'postgres-table'), pending);
+    const bytes = (await schemaBytes(url, schema)) - before;
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger, wakeUps: { listener, schema } });
+    const measured = await measureLag(queue, probes, burst);
+    return report('postgres job table', pending, measured, bytes / pending, heap);
+  } finally {
+    await listener.close();
+    await storage.close();
+    await dropSchema(url, schema);
+  }
+}
+
 function report(label: string, pending: number, measured: { lag: number[]; burstLag: number[]; burstSpanMs: number }, bytesPerTimer: number, heapPerTimer: number): TimerBenchRow[] {
   const n = pending.toLocaleString('en');
   const lag = stats(measured.lag);
@@ -129,7 +151,7 @@ function report(label: string, pending: number, measured: { lag: number[]; burst
 // ---------- seeding and measuring ----------
 
 /** Pending follow-ups due tomorrow: a timer row and its job each, written in bulk as the scheduler writes them one by one. */
-async function seedPending(storage: SqlStorage, count: number, backend: 'sqlite' | 'postgres', boss?: { url: string; schema: string }): Promise<void> {
+async function seedPending(storage: SqlStorage, count: number, backend: 'sqlite' | 'postgres' | 'postgres-table', boss?: { url: string; schema: string }): Promise<void> {
   const dueAt = new Date(Date.now() + 86_400_000).toISOString();
   const now = new Date().toISOString();
   const batch = backend === 'sqlite' ? 500 : 1_000;
@@ -144,7 +166,7 @@ async function seedPending(storage: SqlStorage, count: number, backend: 'sqlite'
           .insertInto('timers')
           .values(ids.map((id) => ({ id, thread_id: randomUUID(), user_id: 'bench', agent_id: 'bench', due_at: dueAt, trigger_type: 'check_in', reason: 'bench', attempt: 1, state: 'pending', state_reason: null, scheduled_against: null, source_run_id: null, run_id: null, created_at: now, updated_at: now, fired_at: null })))
           .execute();
-        if (backend === 'sqlite') {
+        if (backend === 'sqlite' || backend === 'postgres-table') {
           await db
             .insertInto('vigil_jobs')
             .values(ids.map((id) => ({ id: randomUUID(), queue: FOLLOW_UP_QUEUE, key: id, due_at: dueAt, payload: JSON.stringify({ timerId: id }), state: 'pending', attempt: 0, lease_until: null, claimed_by: null, last_error: null, created_at: now, updated_at: now })))

@@ -374,7 +374,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       instance: () => ({
         id: instanceId,
         database: storage.kind === 'postgres' ? `postgresql, schema ${config.databaseSchema}` : 'sqlite',
-        queue: storage.kind === 'postgres' ? 'pg-boss' : 'embedded',
+        queue: storage.kind === 'postgres' ? 'pg-boss; due timers on the job table' : 'embedded',
         roles: singletonRoles.held(),
       }),
       withLogContext: bundle.withLogContext,

@@ -102,7 +102,7 @@ export function threadEventsSuite(backend: () => Backend): void {
     it('/readyz names this instance, its database and queue', async () => {
       const ready = await server.request('GET', '/readyz', { token: '' });
       expect(ready.status).toBe(200);
-      expect(ready.body.instance).toMatchObject({ id: expect.any(String), queue: backend().kind === 'postgres' ? 'pg-boss' : 'embedded', roles: [] });
+      expect(ready.body.instance).toMatchObject({ id: expect.any(String), queue: backend().kind === 'postgres' ? 'pg-boss; due timers on the job table' : 'embedded', roles: [] });
       expect(ready.body.instance.database).toMatch(backend().kind === 'postgres' ? /^postgresql, schema / : /^sqlite$/);
     });
   });

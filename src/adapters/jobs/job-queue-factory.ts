@@ -14,6 +14,10 @@ import type { PostgresListener } from '../sql/postgres-listener.js';
 import type { SqlStorage } from '../sql/sql-storage.js';
 import { EmbeddedJobQueue } from './embedded-job-queue.js';
 import { PgBossJobQueue, pgBossSchemaFor } from './pg-boss-job-queue.js';
+import { RoutedJobQueue } from './routed-job-queue.js';
+import { FOLLOW_UP_QUEUE } from '../../app/autonomy/autonomy-dependencies.js';
+import { CHECK_IN_QUEUE } from '../../app/check-ins/check-in-service.js';
+import { SCHEDULE_QUEUE } from '../../app/schedules/schedule-service.js';
 
 export interface JobQueueTarget {
   storage: SqlStorage;
@@ -26,12 +30,27 @@ export interface JobQueueTarget {
   withLogContext?: LogContextRunner | undefined;
   /** Embedded scheduler only: how long a claim lasts without renewal (a dead process's job is redelivered after it). */
   jobLeaseMs?: number | undefined;
+  /** PostgreSQL: the instance's shared LISTEN connection (job wake-ups across instances). */
+  listener?: PostgresListener | undefined;
 }
+
+/** The due-timer queues: on PostgreSQL they leave pg-boss for the job table (see RoutedJobQueue). */
+export const DUE_TIMER_QUEUES: ReadonlySet<string> = new Set([FOLLOW_UP_QUEUE, CHECK_IN_QUEUE, SCHEDULE_QUEUE]);
 
 export function openJobQueue(target: JobQueueTarget): JobQueue {
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
-    return new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger, ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}) });
+    const pgBoss = new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger, ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}) });
+    if (!target.listener) return pgBoss;
+    const timers = new EmbeddedJobQueue({
+      context: target.storage.context,
+      clock: target.clock,
+      logger: target.logger,
+      wakeUps: { listener: target.listener, schema: target.schema },
+      ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
+      ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
+    });
+    return new RoutedJobQueue(timers, DUE_TIMER_QUEUES, pgBoss);
   }
   return new EmbeddedJobQueue({
     context: target.storage.context,
@@ -42,7 +61,7 @@ export function openJobQueue(target: JobQueueTarget): JobQueue {
   });
 }
 
-export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'> & { listener?: PostgresListener | undefined }): Promise<ThreadLockService> {
+export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'>): Promise<ThreadLockService> {
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
     return PostgresThreadLocks.open({ connectionString: target.databaseUrl, schema: target.schema, logger: target.logger, ...(target.listener ? { listener: target.listener } : {}) });

@@ -13,8 +13,9 @@ import { checkInsMigration } from './0008-check-ins.js';
 import { outboundWebhooksMigration } from './0009-outbound-webhooks.js';
 import { runningRunsIndexMigration } from './0010-running-runs-index.js';
 import { threadEventsMigration } from './0011-thread-events.js';
+import { dueTimerJobsMigration } from './0012-due-timer-jobs.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, threadEventsMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, threadEventsMigration, dueTimerJobsMigration];
