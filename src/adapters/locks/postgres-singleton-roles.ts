@@ -37,13 +37,26 @@ export class PostgresSingletonRoles implements SingletonRoles {
   }
 
   async acquire(role: string, signal: AbortSignal): Promise<RoleLease | undefined> {
+    if (this.#held.has(role)) throw new Error(`role ${role} is already held by this instance`);
     const retryMs = this.#options.retryMs ?? 1_000;
+    // One connection, kept while waiting and while holding: a waiting instance retries on it
+    // instead of opening a connection a second (PostgreSQL's connection limit is shared).
+    let client: pg.Client | undefined;
+    let lost: AbortController | undefined;
     while (!signal.aborted && !this.#closed) {
-      const lease = await this.#tryOnce(role).catch((error: unknown) => {
+      try {
+        if (!client || lost?.signal.aborted) {
+          await client?.end().catch(() => undefined);
+          ({ client, lost } = await this.#connect(role));
+        }
+        const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [ROLE_NAMESPACE, `${this.#options.schema}:${role}`]);
+        if (result.rows[0]?.locked === true && !this.#closed && !signal.aborted) return this.#lease(role, client, lost!);
+        if (result.rows[0]?.locked === true) break; // closing: ending the session below releases it
+      } catch (error) {
         this.#logger.warn({ err: error, role }, 'could not try a role lock; trying again');
-        return undefined;
-      });
-      if (lease) return lease;
+        await client?.end().catch(() => undefined);
+        client = undefined;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, retryMs);
         function done() {
@@ -54,6 +67,7 @@ export class PostgresSingletonRoles implements SingletonRoles {
         signal.addEventListener('abort', done, { once: true });
       });
     }
+    await client?.end().catch(() => undefined);
     return undefined;
   }
 
@@ -68,28 +82,24 @@ export class PostgresSingletonRoles implements SingletonRoles {
     await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
   }
 
-  async #tryOnce(role: string): Promise<RoleLease | undefined> {
-    if (this.#held.has(role)) throw new Error(`role ${role} is already held by this instance`);
+  async #connect(role: string): Promise<{ client: pg.Client; lost: AbortController }> {
     const client = new pg.Client({ connectionString: this.#options.connectionString, application_name: `vigil-role ${role} ${this.#options.instanceId ?? ''}`.trim() });
     const lost = new AbortController();
     client.on('error', (error) => {
-      if (!lost.signal.aborted) this.#logger.warn({ err: error, role }, 'the connection holding a role broke: the role is lost');
+      if (!lost.signal.aborted && this.#held.get(role) === client) this.#logger.warn({ err: error, role }, 'the connection holding a role broke: the role is lost');
       lost.abort(error);
     });
     client.on('end', () => lost.abort(new Error('the role connection ended')));
-    await client.connect();
-    let locked = false;
     try {
-      const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [ROLE_NAMESPACE, `${this.#options.schema}:${role}`]);
-      locked = result.rows[0]?.locked === true;
-    } finally {
-      if (!locked) await client.end().catch(() => undefined);
-    }
-    if (!locked) return undefined;
-    if (this.#closed) {
+      await client.connect();
+    } catch (error) {
       await client.end().catch(() => undefined);
-      return undefined;
+      throw error;
     }
+    return { client, lost };
+  }
+
+  #lease(role: string, client: pg.Client, lost: AbortController): RoleLease {
     this.#held.set(role, client);
     this.#logger.info({ role }, 'this instance holds the role');
     let released = false;
