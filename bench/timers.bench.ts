@@ -44,6 +44,10 @@ export interface TimerBenchOptions {
   quick?: boolean;
   /** Pending timers to measure with (default 10,000 and 100,000; quick: 10,000). */
   sizes?: number[];
+  /** Only the PostgreSQL job table (vigil's due-timer path), e.g. to try its concurrency. */
+  jobTableOnly?: boolean;
+  /** Handlers the job table runs at once per instance (default: the queue's own, 4). */
+  jobTableConcurrency?: number;
   /** PostgreSQL to measure pg-boss on; omitted: the usual environment variables, if PostgreSQL answers; undefined: SQLite only. */
   postgresUrl?: string | undefined;
   progress?: (message: string) => void;
@@ -60,7 +64,7 @@ export async function benchTimers(options: TimerBenchOptions = {}): Promise<Time
   const burst = options.quick ? 300 : 1_000;
   const postgresUrl = 'postgresUrl' in options ? options.postgresUrl : await defaultPostgres();
   const rows: TimerBenchRow[] = [];
-  for (const pending of sizes) {
+  for (const pending of options.jobTableOnly ? [] : sizes) {
     progress(`timers: SQLite, ${pending.toLocaleString('en')} pending`);
     rows.push(...(await onSqlite(pending, probes, burst)));
   }
@@ -69,10 +73,12 @@ export async function benchTimers(options: TimerBenchOptions = {}): Promise<Time
     return rows;
   }
   for (const pending of sizes) {
-    progress(`timers: PostgreSQL (pg-boss), ${pending.toLocaleString('en')} pending`);
-    rows.push(...(await onPostgres(postgresUrl, pending, probes, burst)));
+    if (!options.jobTableOnly) {
+      progress(`timers: PostgreSQL (pg-boss), ${pending.toLocaleString('en')} pending`);
+      rows.push(...(await onPostgres(postgresUrl, pending, probes, burst)));
+    }
     progress(`timers: PostgreSQL (due-timer job table), ${pending.toLocaleString('en')} pending`);
-    rows.push(...(await onPostgresJobTable(postgresUrl, pending, probes, burst)));
+    rows.push(...(await onPostgresJobTable(postgresUrl, pending, probes, burst, options.jobTableConcurrency)));
   }
   return rows;
 }
@@ -118,7 +124,7 @@ async function onPostgres(url: string, pending: number, probes: number, burst: n
 }
 
 /** vigil's path for due timers on PostgreSQL: the job table, claimed with SKIP LOCKED, woken by NOTIFY. */
-async function onPostgresJobTable(url: string, pending: number, probes: number, burst: number): Promise<TimerBenchRow[]> {
+async function onPostgresJobTable(url: string, pending: number, probes: number, burst: number, concurrency?: number): Promise<TimerBenchRow[]> {
   const schema = `vigil_bench_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
   const storage = await openPostgresStorage({ connectionString: url, schema, logger: silentLogger });
   const listener = await PostgresListener.open(url, silentLogger);
@@ -126,9 +132,9 @@ async function onPostgresJobTable(url: string, pending: number, probes: number, 
     const before = await schemaBytes(url, schema);
     const heap = await heapPerTimer(() => seedPending(storage, pending, 'postgres-table'), pending);
     const bytes = (await schemaBytes(url, schema)) - before;
-    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger, wakeUps: { listener, schema } });
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger, wakeUps: { listener, schema }, ...(concurrency ? { concurrency } : {}) });
     const measured = await measureLag(queue, probes, burst);
-    return report('postgres job table', pending, measured, bytes / pending, heap);
+    return report(`postgres job table${concurrency ? ` (${concurrency} at once)` : ''}`, pending, measured, bytes / pending, heap);
   } finally {
     await listener.close();
     await storage.close();
@@ -235,7 +241,13 @@ async function defaultPostgres(): Promise<string | undefined> {
 // `npx tsx bench/timers.bench.ts [--quick]` runs this group alone.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const pending = process.argv.find((argument) => argument.startsWith('--pending='));
-  benchTimers({ quick: process.argv.includes('--quick'), ...(pending ? { sizes: [Number(pending.slice('--pending='.length))] } : {}), progress: (message) => process.stderr.write(`${message}\n`) }).then(
+  const concurrency = process.argv.find((argument) => argument.startsWith('--job-table-concurrency='));
+  benchTimers({
+    quick: process.argv.includes('--quick'),
+    jobTableOnly: process.argv.includes('--job-table-only'),
+    ...(concurrency ? { jobTableConcurrency: Number(concurrency.slice('--job-table-concurrency='.length)) } : {}),
+    ...(pending ? { sizes: [Number(pending.slice('--pending='.length))] } : {}),
+    progress: (message) => process.stderr.write(`${message}\n`) }).then(
     (rows) => {
       for (const row of rows) console.log(`${row.name.padEnd(80)} ${String(row.value).padStart(10)} ${row.unit}${row.note ? `   (${row.note})` : ''}`);
     },

@@ -228,7 +228,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
     const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
-    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext });
+    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext, timerConcurrency: config.timerConcurrency });
     jobs = jobQueue;
     const approvalService = new ApprovalService({
       repository: new SqlApprovalRepository(storage.context),

@@ -32,6 +32,8 @@ export interface JobQueueTarget {
   jobLeaseMs?: number | undefined;
   /** PostgreSQL: the instance's shared LISTEN connection (job wake-ups across instances). */
   listener?: PostgresListener | undefined;
+  /** PostgreSQL: due-timer jobs run at once (and claimed per round trip). */
+  timerConcurrency?: number | undefined;
 }
 
 /** The due-timer queues: on PostgreSQL they leave pg-boss for the job table (see RoutedJobQueue). */
@@ -47,6 +49,7 @@ export function openJobQueue(target: JobQueueTarget): JobQueue {
       clock: target.clock,
       logger: target.logger,
       wakeUps: { listener: target.listener, schema: target.schema },
+      ...(target.timerConcurrency ? { concurrency: target.timerConcurrency } : {}),
       ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
       ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
     });
