@@ -12,6 +12,7 @@ const FLEET = [
   'test/e2e/schedules-two-processes.test.ts',
   'test/e2e/approval-kill-sqlite.test.ts',
   'test/e2e/approval-kill-postgres.test.ts',
+  'test/e2e/cluster-postgres.test.ts',
 ];
 
 export default defineConfig({

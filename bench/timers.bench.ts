@@ -22,6 +22,7 @@ import { PgBoss } from 'pg-boss';
 import { EmbeddedJobQueue } from '../src/adapters/jobs/embedded-job-queue.js';
 import type { JobTables } from '../src/adapters/jobs/jobs-table.js';
 import { PgBossJobQueue, pgBossSchemaFor } from '../src/adapters/jobs/pg-boss-job-queue.js';
+import { PostgresListener } from '../src/adapters/sql/postgres-listener.js';
 import type { Database } from '../src/adapters/sql/database.js';
 import { openPostgresStorage } from '../src/adapters/sql/postgres-storage.js';
 import type { SqlStorage } from '../src/adapters/sql/sql-storage.js';
@@ -41,6 +42,12 @@ export interface TimerBenchRow {
 
 export interface TimerBenchOptions {
   quick?: boolean;
+  /** Pending timers to measure with (default 10,000 and 100,000; quick: 10,000). */
+  sizes?: number[];
+  /** Only the PostgreSQL job table (vigil's due-timer path), e.g. to try its concurrency. */
+  jobTableOnly?: boolean;
+  /** Handlers the job table runs at once per instance (default: the queue's own, 4). */
+  jobTableConcurrency?: number;
   /** PostgreSQL to measure pg-boss on; omitted: the usual environment variables, if PostgreSQL answers; undefined: SQLite only. */
   postgresUrl?: string | undefined;
   progress?: (message: string) => void;
@@ -52,12 +59,12 @@ const clock = { now: () => new Date() };
 export async function benchTimers(options: TimerBenchOptions = {}): Promise<TimerBenchRow[]> {
   const progress = options.progress ?? (() => undefined);
   await enableGc(); // heap per timer is read after a full collection
-  const sizes = options.quick ? [10_000] : [10_000, 100_000];
+  const sizes = options.sizes ?? (options.quick ? [10_000] : [10_000, 100_000]);
   const probes = options.quick ? 100 : 300;
   const burst = options.quick ? 300 : 1_000;
   const postgresUrl = 'postgresUrl' in options ? options.postgresUrl : await defaultPostgres();
   const rows: TimerBenchRow[] = [];
-  for (const pending of sizes) {
+  for (const pending of options.jobTableOnly ? [] : sizes) {
     progress(`timers: SQLite, ${pending.toLocaleString('en')} pending`);
     rows.push(...(await onSqlite(pending, probes, burst)));
   }
@@ -66,8 +73,12 @@ export async function benchTimers(options: TimerBenchOptions = {}): Promise<Time
     return rows;
   }
   for (const pending of sizes) {
-    progress(`timers: PostgreSQL (pg-boss), ${pending.toLocaleString('en')} pending`);
-    rows.push(...(await onPostgres(postgresUrl, pending, probes, burst)));
+    if (!options.jobTableOnly) {
+      progress(`timers: PostgreSQL (pg-boss), ${pending.toLocaleString('en')} pending`);
+      rows.push(...(await onPostgres(postgresUrl, pending, probes, burst)));
+    }
+    progress(`timers: PostgreSQL (due-timer job table), ${pending.toLocaleString('en')} pending`);
+    rows.push(...(await onPostgresJobTable(postgresUrl, pending, probes, burst, options.jobTableConcurrency)));
   }
   return rows;
 }
@@ -112,6 +123,25 @@ async function onPostgres(url: string, pending: number, probes: number, burst: n
   }
 }
 
+/** vigil's path for due timers on PostgreSQL: the job table, claimed with SKIP LOCKED, woken by NOTIFY. */
+async function onPostgresJobTable(url: string, pending: number, probes: number, burst: number, concurrency?: number): Promise<TimerBenchRow[]> {
+  const schema = `vigil_bench_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const storage = await openPostgresStorage({ connectionString: url, schema, logger: silentLogger });
+  const listener = await PostgresListener.open(url, silentLogger);
+  try {
+    const before = await schemaBytes(url, schema);
+    const heap = await heapPerTimer(() => seedPending(storage, pending, 'postgres-table'), pending);
+    const bytes = (await schemaBytes(url, schema)) - before;
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger, wakeUps: { listener, schema }, ...(concurrency ? { concurrency } : {}) });
+    const measured = await measureLag(queue, probes, burst);
+    return report(`postgres job table${concurrency ? ` (${concurrency} at once)` : ''}`, pending, measured, bytes / pending, heap);
+  } finally {
+    await listener.close();
+    await storage.close();
+    await dropSchema(url, schema);
+  }
+}
+
 function report(label: string, pending: number, measured: { lag: number[]; burstLag: number[]; burstSpanMs: number }, bytesPerTimer: number, heapPerTimer: number): TimerBenchRow[] {
   const n = pending.toLocaleString('en');
   const lag = stats(measured.lag);
@@ -129,7 +159,7 @@ function report(label: string, pending: number, measured: { lag: number[]; burst
 // ---------- seeding and measuring ----------
 
 /** Pending follow-ups due tomorrow: a timer row and its job each, written in bulk as the scheduler writes them one by one. */
-async function seedPending(storage: SqlStorage, count: number, backend: 'sqlite' | 'postgres', boss?: { url: string; schema: string }): Promise<void> {
+async function seedPending(storage: SqlStorage, count: number, backend: 'sqlite' | 'postgres' | 'postgres-table', boss?: { url: string; schema: string }): Promise<void> {
   const dueAt = new Date(Date.now() + 86_400_000).toISOString();
   const now = new Date().toISOString();
   const batch = backend === 'sqlite' ? 500 : 1_000;
@@ -144,7 +174,7 @@ async function seedPending(storage: SqlStorage, count: number, backend: 'sqlite'
           .insertInto('timers')
           .values(ids.map((id) => ({ id, thread_id: randomUUID(), user_id: 'bench', agent_id: 'bench', due_at: dueAt, trigger_type: 'check_in', reason: 'bench', attempt: 1, state: 'pending', state_reason: null, scheduled_against: null, source_run_id: null, run_id: null, created_at: now, updated_at: now, fired_at: null })))
           .execute();
-        if (backend === 'sqlite') {
+        if (backend === 'sqlite' || backend === 'postgres-table') {
           await db
             .insertInto('vigil_jobs')
             .values(ids.map((id) => ({ id: randomUUID(), queue: FOLLOW_UP_QUEUE, key: id, due_at: dueAt, payload: JSON.stringify({ timerId: id }), state: 'pending', attempt: 0, lease_until: null, claimed_by: null, last_error: null, created_at: now, updated_at: now })))
@@ -178,7 +208,7 @@ async function measureLag(queue: JobQueue, probes: number, burst: number): Promi
   await queue.start();
   const spreadMs = 3_000;
   // Scheduling finishes well before the first probe is due: the lag measured is the scheduler's, not the writer's.
-  const start = Date.now() + 1_000 + probes * 10;
+  const start = Date.now() + 2_000 + probes * 25; // room for a loaded machine
   for (let index = 0; index < probes; index++) {
     await queue.schedule({ queue: FOLLOW_UP_QUEUE, key: `probe-${index}`, dueAt: new Date(start + Math.random() * spreadMs), payload: { probe: true } });
   }
@@ -187,7 +217,7 @@ async function measureLag(queue: JobQueue, probes: number, burst: number): Promi
   const lag = [...delivered.values()];
   delivered.clear();
 
-  const burstAt = Date.now() + 1_000 + burst * 10;
+  const burstAt = Date.now() + 2_000 + burst * 25; // all written before any is due
   for (let index = 0; index < burst; index++) await queue.schedule({ queue: FOLLOW_UP_QUEUE, key: `burst-${index}`, dueAt: new Date(burstAt), payload: { probe: true } });
   await until(() => delivered.size >= burst, 120_000);
   const burstLag = [...delivered.values()];
@@ -210,7 +240,14 @@ async function defaultPostgres(): Promise<string | undefined> {
 
 // `npx tsx bench/timers.bench.ts [--quick]` runs this group alone.
 if (import.meta.url === `file://${process.argv[1]}`) {
-  benchTimers({ quick: process.argv.includes('--quick'), progress: (message) => process.stderr.write(`${message}\n`) }).then(
+  const pending = process.argv.find((argument) => argument.startsWith('--pending='));
+  const concurrency = process.argv.find((argument) => argument.startsWith('--job-table-concurrency='));
+  benchTimers({
+    quick: process.argv.includes('--quick'),
+    jobTableOnly: process.argv.includes('--job-table-only'),
+    ...(concurrency ? { jobTableConcurrency: Number(concurrency.slice('--job-table-concurrency='.length)) } : {}),
+    ...(pending ? { sizes: [Number(pending.slice('--pending='.length))] } : {}),
+    progress: (message) => process.stderr.write(`${message}\n`) }).then(
     (rows) => {
       for (const row of rows) console.log(`${row.name.padEnd(80)} ${String(row.value).padStart(10)} ${row.unit}${row.note ? `   (${row.note})` : ''}`);
     },

@@ -72,6 +72,12 @@ export const configSchema = z
     // The context budget of agents that set none; unset = the model's window where known, else 32,000.
     VIGIL_CONTEXT_TOKENS: z.coerce.number().int().min(1000).max(10_000_000).optional(),
     VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
+    // How often each instance looks for runs a dead process left `running` (and once at start).
+    VIGIL_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+    // PostgreSQL: due timers (follow-ups, check-ins, schedule fires) this instance runs at once.
+    VIGIL_TIMER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
+    // Names this instance in /readyz and the logs; unset = a random id per start.
+    VIGIL_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, . _ or -').optional(),
     // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.
     VIGIL_MCP_STDIO_COMMANDS: z
       .string()
@@ -161,6 +167,12 @@ export interface Config {
   readonly contextTokens: number | undefined;
   /** How late a schedule fire may start before it counts as missed (its missed-run policy applies). */
   readonly scheduleMissedGraceMs: number;
+  /** How often runs left `running` by a dead process are looked for. */
+  readonly runSweepIntervalMs: number;
+  /** PostgreSQL: due-timer jobs this instance runs at once (their claim batch too). */
+  readonly timerConcurrency: number;
+  /** This instance's name (/readyz, logs); undefined = a random one per start. */
+  readonly instanceId: string | undefined;
   /** Commands a planner's stdio MCP server may be started with (exact match, `*` = any); empty = none. */
   readonly mcpStdioCommands: readonly string[];
   /** Outbound webhooks may reach private and loopback addresses (off: refused). */
@@ -226,6 +238,9 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     modelTimeoutMs: value.VIGIL_MODEL_TIMEOUT_MS,
     contextTokens: value.VIGIL_CONTEXT_TOKENS,
     scheduleMissedGraceMs: value.VIGIL_SCHEDULE_MISSED_GRACE_MS,
+    runSweepIntervalMs: value.VIGIL_RUN_SWEEP_INTERVAL_MS,
+    instanceId: value.VIGIL_INSTANCE_ID,
+    timerConcurrency: value.VIGIL_TIMER_CONCURRENCY,
     mcpStdioCommands: Object.freeze(value.VIGIL_MCP_STDIO_COMMANDS ?? []),
     outboundWebhooksAllowPrivate: value.VIGIL_OUTBOUND_WEBHOOKS_ALLOW_PRIVATE === 'true',
     secretsKey: value.VIGIL_SECRETS_KEY,

@@ -11,6 +11,12 @@ import { MemoryService } from './app/memory-service.js';
 import type { ChatModelResolver, Clock, Storage } from './app/ports.js';
 import { RunCoordinator } from './app/run-coordinator.js';
 import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
+import { PostgresEventBus } from './adapters/events/postgres-event-bus.js';
+import { PostgresListener } from './adapters/sql/postgres-listener.js';
+import type { EventBus } from './app/ports.js';
+import { randomUUID } from 'node:crypto';
+import { InProcessSingletonRoles, type SingletonRoles } from './app/singleton-role.js';
+import { PostgresSingletonRoles } from './adapters/locks/postgres-singleton-roles.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
 import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
@@ -87,7 +93,7 @@ export interface StartOptions {
   onUndocumentedResponse?: (violation: { operation: string; status: number; documented: number[] }) => void;
   /** Test knobs of outbound webhooks: the first retry's delay, failures in a row before disabling. */
   outboundWebhooks?: { retryBaseMs?: number; disableAfter?: number };
-  /** Test knob: how often runs left `running` by a dead process are looked for (default 30 s). */
+  /** Test knob: how often runs left `running` by a dead process are looked for (default: VIGIL_RUN_SWEEP_INTERVAL_MS). */
   orphanedRunSweepMs?: number;
   /** Test knob of the LangGraph protocol's streams: the silence before a heartbeat comment (default 15 s). */
   langgraph?: { heartbeatMs?: number };
@@ -134,6 +140,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let locks: ThreadLockService | undefined;
   let metricsServer: MetricsServer | undefined;
   let tracing: OtelTracing | undefined;
+  let listener: PostgresListener | undefined;
+  let openedEvents: EventBus | undefined;
+  let roles: SingletonRoles | undefined;
+  const instanceId = config.instanceId ?? randomUUID().slice(0, 8);
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
     const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
@@ -143,7 +153,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     if (demo) logger.warn({ model: modelLabel('demo') }, 'No model configured (VIGIL_MODEL): the offline DEMO model answers. Its replies are canned and labelled as demo.');
     else logger.info({ model: config.model }, 'model configured');
 
-    const events = new InProcessEventBus(logger);
+    // Several instances on one PostgreSQL database: one LISTEN connection per instance, shared
+    // by the event bus and the thread-yield notices; events cross instances (I15).
+    if (storage.kind === 'postgres' && config.databaseUrl) {
+      listener = await PostgresListener.open(config.databaseUrl, logger, `vigil-listener ${instanceId}`);
+      openedEvents = await PostgresEventBus.open({ db: storage.context.db, listener, schema: config.databaseSchema, logger });
+    } else openedEvents = new InProcessEventBus(logger);
+    const events = openedEvents;
+    // Work one instance does at a time (Telegram long polling), chosen by an advisory lock on PostgreSQL.
+    const singletonRoles: SingletonRoles =
+      storage.kind === 'postgres' && config.databaseUrl ? new PostgresSingletonRoles({ connectionString: config.databaseUrl, schema: config.databaseSchema, logger, instanceId }) : new InProcessSingletonRoles();
+    roles = singletonRoles;
     events.observe((event) => {
       const decision = autonomyDecisionOf(event);
       if (decision) metrics.autonomyDecision(decision);
@@ -188,7 +208,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const heartbeats: PlanHeartbeats = { arm: async (input) => overlord?.arm(input), disarm: async (threadId) => overlord?.disarm(threadId) };
     const plannerGraph = registerPlannerGraph({ checkpointer, memories: storage.memories, agents: storage.agents, plans: planRepository, models, toolboxes, events, heartbeats, clock, logger, context: contextWindow, approvals: approvalGate });
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]), endReason: toolLoopEndReason }, planner: plannerGraph };
-    const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger };
+    const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger, listener };
     locks = await openThreadLocks(lockTarget);
     tracing = config.otelEndpoint ? startOtelTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName, serviceVersion: packageVersion() }) : undefined;
     const runTracer = tracing?.tracer;
@@ -215,7 +235,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     const memories = new MemoryService(storage, agents, clock);
     const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
-    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext });
+    const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext, timerConcurrency: config.timerConcurrency });
     jobs = jobQueue;
     const approvalService = new ApprovalService({
       repository: new SqlApprovalRepository(storage.context),
@@ -310,7 +330,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           if (agent) await coordinator.syncProjection(agent, contextOfRun(run), run.id);
         },
       },
-      { intervalMs: options.orphanedRunSweepMs ?? 30_000 },
+      { intervalMs: options.orphanedRunSweepMs ?? config.runSweepIntervalMs },
     );
     const outboundWebhooks = new OutboundWebhookService(
       { repository: new SqlOutboundWebhookRepository(storage.context), agents, jobs: jobQueue, secrets, approval: (id) => approvalService.reread(id), clock, logger },
@@ -334,6 +354,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             clock,
             logger,
             approvals: approvalService,
+            roles: singletonRoles,
           },
           {
             mode: telegramConfig.mode,
@@ -360,6 +381,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ping: () => storage.ping(),
       model: { spec: config.model, label: modelLabel(config.model), demo },
       storageKind: storage.kind,
+      instance: () => ({
+        id: instanceId,
+        database: storage.kind === 'postgres' ? `postgresql, schema ${config.databaseSchema}` : 'sqlite',
+        queue: storage.kind === 'postgres' ? 'pg-boss; due timers on the job table' : 'embedded',
+        roles: singletonRoles.held(),
+      }),
       withLogContext: bundle.withLogContext,
       autonomy,
       hooks,
@@ -403,11 +430,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     void telegram?.start().catch(() => undefined); // in the background; it logs its own failure
     retention.start();
     orphanedRuns.start(); // a first pass at once: runs a killed process left `running`
-    logger.info({ address, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
+    logger.info({ address, instance: instanceId, storage: storage.kind, auth: config.authTokens.size > 0 ? 'bearer tokens' : `single local user "${LOCAL_USER_ID}"` }, 'vigil is listening');
 
     let closing: Promise<void> | undefined;
     const running = app;
     const lockService = locks;
+    const eventBus = events;
     return {
       app: running,
       storage,
@@ -430,10 +458,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await Promise.all([coordinator.drain(config.shutdownTimeoutMs), jobQueue.stop()]);
           await mcp.close();
           await Promise.all([hooks.drain(), telegram?.stop()]);
+          await singletonRoles.close();
           await httpClosed;
           await metricsServer?.close();
           await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last traces'));
           await lockService.close();
+          await eventBus.close?.();
+          await listener?.close();
           await storage.close();
           logger.info('stopped');
         })()),
@@ -443,6 +474,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await metricsServer?.close().catch(() => undefined);
     await jobs?.stop().catch(() => undefined);
     await locks?.close().catch(() => undefined);
+    await openedEvents?.close?.().catch(() => undefined);
+    await roles?.close().catch(() => undefined);
+    await listener?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;
   }

@@ -222,14 +222,27 @@ export interface Storage {
 }
 
 // ---------- events ----------
-export type EventHandler = (event: VigilEvent) => void;
+/**
+ * A thread's events carry an id, increasing within the thread (I15): a client that
+ * reconnects names the last id it saw and gets the rest, in order, once. Observers
+ * (metrics, outbound webhooks) see this process's events before they are numbered.
+ */
+export type EventHandler = (event: VigilEvent, eventId?: number) => void;
+
+export interface SubscribeOptions {
+  /** Replay the thread's events after this id (within the bus's window) before live ones. */
+  afterEventId?: number | undefined;
+}
 
 export interface EventBus {
   publish(event: VigilEvent): void;
-  /** Subscribe to one thread's events; returns the unsubscribe function. */
-  subscribe(threadId: string, handler: EventHandler): () => void;
+  /** Subscribe to one thread's events, wherever they were published; returns the unsubscribe function. */
+  subscribe(threadId: string, handler: EventHandler, options?: SubscribeOptions): () => void;
   /** Every event this process publishes, whatever the thread (metrics); returns the stop function. */
   observe(handler: EventHandler): () => void;
+  /** Resolves once every event published so far is on its way to subscribers (written, for a shared bus). */
+  flush?(): Promise<void>;
+  close?(): Promise<void>;
 }
 
 // ---------- time and ids ----------

@@ -33,6 +33,8 @@ export interface HttpDependencies {
   /** What model answers when an agent names none, for /readyz and clients. */
   model: { spec: string; label: string; demo: boolean };
   storageKind: 'sqlite' | 'postgres';
+  /** This instance among several on one database (/readyz): its id, where its data is, its queue, the singleton roles it holds. */
+  instance?: () => InstanceStatus;
   /** Runs each request inside a log context, so app-layer log lines carry its id. */
   withLogContext: <T>(fields: Record<string, string>, work: () => T) => T;
   /** Idle follow-ups: policies and a thread's timers. */
@@ -83,4 +85,14 @@ declare module 'fastify' {
     /** A route that authenticates itself (a signature, a channel's secret): no bearer token. */
     public?: boolean;
   }
+}
+
+export interface InstanceStatus {
+  id: string;
+  /** `sqlite` or `postgresql, schema <name>` (never the URL: it may hold a password). */
+  database: string;
+  /** The job queue: `embedded` or `pg-boss`. */
+  queue: string;
+  /** Singleton roles this instance holds now (e.g. `telegram-poller`). */
+  roles: string[];
 }

@@ -18,7 +18,7 @@ export interface OperationDoc {
 
 export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /healthz': { id: 'getHealth', summary: 'Liveness: the process answers', public: true },
-  'GET /readyz': { id: 'getReadiness', summary: 'Readiness: the database answers; the model in use', public: true },
+  'GET /readyz': { id: 'getReadiness', summary: 'Readiness: the database answers; the model in use; this instance (id, database, queue, singleton roles held)', public: true },
   'GET /metrics': { id: 'getMetrics', summary: 'Prometheus metrics' },
   'POST /api/agents': { id: 'createAgent', summary: 'Create an agent', errors: [409] },
   'GET /api/agents': { id: 'listAgents', summary: 'List your agents' },
@@ -34,6 +34,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'PATCH /api/threads/{threadId}': { id: 'updateThread', summary: 'Rename a thread' },
   'DELETE /api/threads/{threadId}': { id: 'deleteThread', summary: 'Delete a thread' },
   'GET /api/threads/{threadId}/history': { id: 'getThreadHistory', summary: 'Messages a person sees, newest page first' },
+  'GET /api/threads/{threadId}/events': { id: 'streamThreadEvents', summary: "Stream the thread's events from every instance (resumable)", sse: true },
   'GET /api/threads/{threadId}/context': { id: 'getThreadContext', summary: 'What the next model call would receive, with token counts' },
   'POST /api/threads/{threadId}/messages': { id: 'sendMessage', summary: 'Send a message and run the agent', sse: true, errors: [409] },
   'GET /api/threads/{threadId}/runs': { id: 'listThreadRuns', summary: "A thread's runs, newest first" },

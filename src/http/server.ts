@@ -19,6 +19,7 @@ import { channelRoutes } from './routes/channel-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
 import { planRoutes } from './routes/plan-routes.js';
 import { threadRoutes } from './routes/thread-routes.js';
+import { threadEventRoutes } from './routes/thread-event-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
@@ -105,10 +106,23 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   app.get('/healthz', { schema: { tags: ['health'], response: { 200: z.object({ status: z.literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
   app.get(
     '/readyz',
-    { schema: { tags: ['health'], response: { 200: z.object({ status: z.literal('ready'), storage: z.string(), model: z.string(), demo: z.boolean() }) } } },
+    {
+      schema: {
+        tags: ['health'],
+        response: {
+          200: z.object({
+            status: z.literal('ready'),
+            storage: z.string(),
+            model: z.string(),
+            demo: z.boolean(),
+            instance: z.object({ id: z.string(), database: z.string(), queue: z.string(), roles: z.array(z.string()) }).optional(),
+          }),
+        },
+      },
+    },
     async () => {
       await deps.ping();
-      return { status: 'ready' as const, storage: deps.storageKind, model: deps.model.label, demo: deps.model.demo };
+      return { status: 'ready' as const, storage: deps.storageKind, model: deps.model.label, demo: deps.model.demo, ...(deps.instance ? { instance: deps.instance() } : {}) };
     },
   );
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -143,6 +157,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
 
   await app.register(agentRoutes(deps));
   await app.register(threadRoutes(deps));
+  await app.register(threadEventRoutes(deps));
   await app.register(contextRoutes(deps));
   if (deps.autonomy) await app.register(autonomyRoutes(deps.autonomy));
   if (deps.hooks) await app.register(hookRoutes(deps.hooks));

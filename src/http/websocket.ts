@@ -10,7 +10,8 @@ import { idParam, messageContentSchema } from './schemas.js';
 
 /** What a client may send over /api/ws; every frame is validated, unknown fields refused. */
 export const clientFrameSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('thread.subscribe'), threadId: idParam }).strict(),
+  /** `afterEventId`: resume — the thread's events after that id (within the replay window) come first. */
+  z.object({ type: z.literal('thread.subscribe'), threadId: idParam, afterEventId: z.number().int().min(0).optional() }).strict(),
   z.object({ type: z.literal('thread.unsubscribe'), threadId: idParam }).strict(),
   z.object({ type: z.literal('message.send'), threadId: idParam, content: messageContentSchema, requestId: z.string().max(128).optional() }).strict(),
   z.object({ type: z.literal('run.cancel'), runId: idParam }).strict(),
@@ -76,7 +77,7 @@ class Connection {
     switch (frame.type) {
       case 'thread.subscribe':
         await this.deps.conversations.getThread(this.userId, frame.threadId); // I12: 404 for others' threads
-        this.subscribe(frame.threadId);
+        this.subscribe(frame.threadId, frame.afterEventId);
         // The acknowledgement: a client (or a test) knows no later event can be missed.
         this.send({ type: 'thread.subscribed', threadId: frame.threadId, at: new Date().toISOString() });
         return;
@@ -96,12 +97,13 @@ class Connection {
     }
   }
 
-  private subscribe(threadId: string): void {
+  private subscribe(threadId: string, afterEventId?: number): void {
     if (this.subscriptions.has(threadId)) return;
-    this.subscriptions.set(threadId, this.deps.events.subscribe(threadId, (event) => this.send(event)));
+    this.subscriptions.set(threadId, this.deps.events.subscribe(threadId, (event, eventId) => this.send(event, eventId), { afterEventId }));
   }
 
-  private send(event: VigilEvent): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(event));
+  /** Each thread event carries its `eventId` (I15): the id to resume after on a reconnect. */
+  private send(event: VigilEvent, eventId?: number): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(eventId === undefined ? event : { ...event, eventId }));
   }
 }

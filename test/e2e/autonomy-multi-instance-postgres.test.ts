@@ -1,14 +1,15 @@
 /**
  * Three real server processes on one PostgreSQL database and 1,000 follow-up timers, all
  * due at once: each fires exactly once (I7) — one run, one synthetic message and one
- * reply per timer — whichever instance takes it (pg-boss hands each job to one worker;
+ * reply per timer — whichever instance takes it (the job table hands each job to one worker;
  * the thread's advisory lock and the timer's conditional fire keep a repeat out).
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PgBossJobQueue, pgBossSchemaFor } from '../../src/adapters/jobs/pg-boss-job-queue.js';
+import { EmbeddedJobQueue } from '../../src/adapters/jobs/embedded-job-queue.js';
+import { PostgresListener } from '../../src/adapters/sql/postgres-listener.js';
 import { openPostgresStorage } from '../../src/adapters/sql/postgres-storage.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
@@ -27,7 +28,8 @@ describePostgres('autonomy: three instances, one database', postgres, () => {
   const logger = pino({ level: 'silent' });
   let servers: ServerProcess[] = [];
   let storage: SqlStorage | undefined;
-  let queue: PgBossJobQueue | undefined;
+  let queue: EmbeddedJobQueue | undefined;
+  let listener: PostgresListener | undefined;
   let dataDir: string;
 
   beforeAll(async () => {
@@ -40,6 +42,7 @@ describePostgres('autonomy: three instances, one database', postgres, () => {
   afterAll(async () => {
     await Promise.all(servers.map((server) => server.stop('SIGKILL')));
     await queue?.stop();
+    await listener?.close();
     await storage?.close();
     await dropSchema(schema, postgres.url);
     await removeTempDir(dataDir);
@@ -53,10 +56,11 @@ describePostgres('autonomy: three instances, one database', postgres, () => {
     });
     expect(created.status).toBe(201);
 
-    // The timers are written as the scheduler writes them — timer row and pg-boss job in
-    // one transaction — from this process, which runs no workers.
+    // The timers are written as the scheduler writes them — timer row and its job (the due-timer
+    // job table on PostgreSQL) in one transaction — from this process, which runs no workers.
     storage = await openPostgresStorage({ connectionString: postgres.url, schema, logger });
-    queue = new PgBossJobQueue({ connectionString: postgres.url, schema: pgBossSchemaFor(schema), logger, poolSize: 4 });
+    listener = await PostgresListener.open(postgres.url, logger);
+    queue = new EmbeddedJobQueue({ context: storage.context, clock: { now: () => new Date() }, logger, wakeUps: { listener, schema } });
     const timers = new SqlTimerRepository(storage.context);
     const dueAt = new Date(Date.now() + 12_000);
     const ids: string[] = [];

@@ -17,6 +17,8 @@ export interface FakeTelegramCall {
 
 export interface FakeTelegramOptions {
   token: string;
+  /** Like Telegram: a getUpdates while another is still open is a conflict (409 to the older one, counted). */
+  onePoller?: boolean;
   botId?: number;
   username?: string;
 }
@@ -24,11 +26,14 @@ export interface FakeTelegramOptions {
 interface Waiter {
   offset: number;
   respond: (updates: unknown[]) => void;
+  conflict: () => void;
   timer: NodeJS.Timeout;
 }
 
 export class FakeTelegram {
   readonly calls: FakeTelegramCall[] = [];
+  /** getUpdates requests that overlapped another (two pollers at once), with onePoller. */
+  conflicts = 0;
   readonly botId: number;
   private readonly server: Server;
   private readonly updates: Array<Record<string, any>> = [];
@@ -152,6 +157,15 @@ export class FakeTelegram {
     const respond = (updates: unknown[]) => {
       if (!response.writableEnded) reply(response, 200, { ok: true, result: updates });
     };
+    if (this.options.onePoller && this.waiters.size > 0) {
+      // Telegram ends the older request: "Conflict: terminated by other getUpdates request".
+      this.conflicts += 1;
+      for (const waiter of [...this.waiters]) {
+        clearTimeout(waiter.timer);
+        this.waiters.delete(waiter);
+        waiter.conflict();
+      }
+    }
     const ready = this.updates.filter((update) => update.update_id >= offset);
     const timeoutSeconds = typeof payload.timeout === 'number' ? payload.timeout : 0;
     if (ready.length > 0 || timeoutSeconds === 0) return respond(ready.slice(0, payload.limit ?? 100));
@@ -160,6 +174,9 @@ export class FakeTelegram {
       respond: (updates) => {
         this.waiters.delete(waiter);
         respond(updates);
+      },
+      conflict: () => {
+        if (!response.writableEnded) reply(response, 409, { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
       },
       timer: setTimeout(() => waiter.respond([]), timeoutSeconds * 1000),
     };

@@ -1,19 +1,50 @@
 import type { Logger } from 'pino';
 import type { VigilEvent } from '../../domain/events.js';
-import type { EventBus, EventHandler } from '../../app/ports.js';
+import type { EventBus, EventHandler, SubscribeOptions } from '../../app/ports.js';
 
-/** Events to the clients of this process. A failing subscriber never breaks a run. */
+export interface InProcessEventBusOptions {
+  /** How long a thread's events stay replayable (default an hour). */
+  replayWindowMs?: number;
+  /** At most this many replayable events per thread (the oldest go first). */
+  replayLimit?: number;
+}
+
+interface Numbered {
+  id: number;
+  event: VigilEvent;
+  at: number;
+}
+
+/**
+ * Events to the clients of this process. A failing subscriber never breaks a run.
+ *
+ * Each thread's events are numbered in publishing order. Ids start from the clock (in
+ * microseconds) and only grow, so an id a client kept across a restart of this process is
+ * still below every new one and resumption never skips a new event; the replay buffer
+ * itself is memory, so events before a restart are not replayed.
+ */
 export class InProcessEventBus implements EventBus {
   private readonly handlers = new Map<string, Set<EventHandler>>();
   private readonly observers = new Set<EventHandler>();
+  private readonly recent = new Map<string, Numbered[]>();
+  private readonly lastIds = new Map<string, number>();
+  private readonly replayWindowMs: number;
+  private readonly replayLimit: number;
 
-  constructor(private readonly logger: Logger) {}
+  constructor(private readonly logger: Logger, options: InProcessEventBusOptions = {}) {
+    this.replayWindowMs = options.replayWindowMs ?? 3_600_000;
+    this.replayLimit = options.replayLimit ?? 2_000;
+  }
 
   publish(event: VigilEvent): void {
     const threadId = event.threadId;
     for (const observer of this.observers) this.deliver(observer, event);
     if (!threadId) return;
-    for (const handler of this.handlers.get(threadId) ?? []) this.deliver(handler, event);
+    const now = Date.now();
+    const id = Math.max((this.lastIds.get(threadId) ?? 0) + 1, now * 1000);
+    this.lastIds.set(threadId, id);
+    this.remember(threadId, { id, event, at: now });
+    for (const handler of this.handlers.get(threadId) ?? []) this.deliver(handler, event, id);
   }
 
   observe(handler: EventHandler): () => void {
@@ -21,15 +52,9 @@ export class InProcessEventBus implements EventBus {
     return () => this.observers.delete(handler);
   }
 
-  private deliver(handler: EventHandler, event: VigilEvent): void {
-    try {
-      handler(event);
-    } catch (error) {
-      this.logger.warn({ err: error, threadId: event.threadId, eventType: event.type }, 'event subscriber failed');
-    }
-  }
-
-  subscribe(threadId: string, handler: EventHandler): () => void {
+  subscribe(threadId: string, handler: EventHandler, options: SubscribeOptions = {}): () => void {
+    const after = options.afterEventId;
+    if (after !== undefined) for (const kept of this.recent.get(threadId) ?? []) if (kept.id > after) this.deliver(handler, kept.event, kept.id);
     let set = this.handlers.get(threadId);
     if (!set) {
       set = new Set();
@@ -41,5 +66,30 @@ export class InProcessEventBus implements EventBus {
       current?.delete(handler);
       if (current?.size === 0) this.handlers.delete(threadId);
     };
+  }
+
+  async flush(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  private remember(threadId: string, numbered: Numbered): void {
+    let kept = this.recent.get(threadId);
+    if (!kept) {
+      kept = [];
+      this.recent.set(threadId, kept);
+    }
+    kept.push(numbered);
+    const horizon = numbered.at - this.replayWindowMs;
+    let drop = Math.max(0, kept.length - this.replayLimit);
+    while (drop < kept.length && kept[drop]!.at < horizon) drop += 1;
+    if (drop > 0) kept.splice(0, drop);
+  }
+
+  private deliver(handler: EventHandler, event: VigilEvent, id?: number): void {
+    try {
+      handler(event, id);
+    } catch (error) {
+      this.logger.warn({ err: error, threadId: event.threadId, eventType: event.type }, 'event subscriber failed');
+    }
   }
 }

@@ -6,7 +6,9 @@ import type { Clock } from '../../app/ports.js';
 import type { LogContextRunner } from '../logging/create-logger.js';
 import type { Database, SqlContext } from '../sql/database.js';
 import { kyselyTransactionOf } from '../sql/timer-repository.js';
-import { decodeJsonRecord, encodeJson } from '../sql/values.js';
+import { decodeJsonRecord, encodeJson, isoFromDatabase } from '../sql/values.js';
+import { sql } from 'kysely';
+import type { PostgresListener } from '../sql/postgres-listener.js';
 import type { JobsTable, JobTables } from './jobs-table.js';
 
 export interface EmbeddedJobQueueOptions {
@@ -23,7 +25,16 @@ export interface EmbeddedJobQueueOptions {
   retryBaseMs?: number;
   /** Handlers running at once in this process. */
   concurrency?: number;
+  /**
+   * PostgreSQL (several instances on one table): every change that may bring a due time
+   * closer is announced by NOTIFY on the instance's shared listener, so every scheduler
+   * wakes at once instead of at its backstop.
+   */
+  wakeUps?: { listener: PostgresListener; schema: string };
 }
+
+/** The NOTIFY channel of job wake-ups (payload: the schema). */
+export const JOBS_CHANNEL = 'vigil_jobs';
 
 type Db = Kysely<Database & JobTables>;
 type JobRow = Selectable<JobsTable>;
@@ -36,6 +47,8 @@ const MAX_SLEEP_MS = 2_147_483_647;
  * due job is still claimed at its due time.
  */
 const FOREIGN_WRITE_BACKSTOP_MS = 60_000;
+/** On PostgreSQL other instances' writes are announced; the backstop only covers a lost notice. */
+const NOTIFIED_BACKSTOP_MS = 5_000;
 const MAX_RETRY_DELAY_MS = 60_000;
 
 /**
@@ -67,9 +80,14 @@ export class EmbeddedJobQueue implements JobQueue {
   #heartbeat: NodeJS.Timeout | undefined;
   #pumping = false;
   #pumpAgain = false;
+  readonly #postgres: boolean;
+  readonly #wakeUps: EmbeddedJobQueueOptions['wakeUps'];
+  #stopListening: (() => void) | undefined;
 
   constructor(options: EmbeddedJobQueueOptions) {
-    if (options.context.dialect !== 'sqlite') throw new Error('the embedded job queue runs on SQLite; PostgreSQL uses pg-boss');
+    this.#postgres = options.context.dialect === 'postgres';
+    if (this.#postgres && !options.wakeUps) throw new Error('the job table on PostgreSQL needs its NOTIFY wake-ups (several instances share it)');
+    this.#wakeUps = options.wakeUps;
     this.#db = options.context.db.withTables<JobTables>();
     this.#clock = options.clock;
     this.#logger = options.logger.child({ component: 'job-queue' });
@@ -104,6 +122,7 @@ export class EmbeddedJobQueue implements JobQueue {
       .onConflict((conflict) => conflict.doNothing())
       .returning('id')
       .executeTakeFirst();
+    if (inserted !== undefined) await this.#announce(db); // within the caller's transaction: heard at its commit
     this.#wakeSoon();
     if (inserted !== undefined) return { id, created: true };
     const existing = await db
@@ -143,6 +162,11 @@ export class EmbeddedJobQueue implements JobQueue {
   async start(): Promise<void> {
     if (this.#started || this.#stopping) return;
     this.#started = true;
+    if (this.#wakeUps) {
+      const schema = this.#wakeUps.schema;
+      const wake = () => this.#wakeSoon();
+      this.#stopListening = await this.#wakeUps.listener.listen(JOBS_CHANNEL, (payload) => payload === schema && wake(), wake);
+    }
     this.#logger.debug({ workerId: this.#workerId }, 'embedded job scheduler started');
     await this.#pump();
   }
@@ -150,6 +174,7 @@ export class EmbeddedJobQueue implements JobQueue {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       this.#clearSleep();
+      this.#stopListening?.();
       // Handlers in flight finish (the run coordinator aborts their runs on shutdown);
       // a handler that fails because of it leaves its job pending for the next start.
       while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight.values()]);
@@ -219,7 +244,9 @@ export class EmbeddedJobQueue implements JobQueue {
         .set((eb) => ({ state: 'active', attempt: eb('attempt', '+', 1), claimed_by: this.#workerId, lease_until: leaseUntil, updated_at: now }))
         .where('id', 'in', (eb) => {
           const due = eb.selectFrom('vigil_jobs').select('id').where('queue', 'in', queues);
-          return (lapsed ? due.where('state', '=', 'active').where('lease_until', '<=', now).orderBy('lease_until') : due.where('state', '=', 'pending').where('due_at', '<=', now).orderBy('due_at')).limit(room);
+          const oldest = (lapsed ? due.where('state', '=', 'active').where('lease_until', '<=', now).orderBy('lease_until') : due.where('state', '=', 'pending').where('due_at', '<=', now).orderBy('due_at')).limit(room);
+          // Several instances claim at once: each skips the rows another is claiming instead of queueing behind it.
+          return this.#postgres ? oldest.forUpdate().skipLocked() : oldest;
         })
         .$call((query) => (lapsed ? query.where('state', '=', 'active').where('lease_until', '<=', now) : query.where('state', '=', 'pending').where('due_at', '<=', now)))
         .returningAll()
@@ -233,7 +260,7 @@ export class EmbeddedJobQueue implements JobQueue {
   #deliver(row: JobRow): void {
     const handler = this.#handlers.get(row.queue);
     if (!handler) return; // unreachable: only registered queues are claimed
-    const job: DueJob = { id: row.id, queue: row.queue, key: row.key, dueAt: row.due_at, payload: decodeJsonRecord(row.payload), attempt: row.attempt };
+    const job: DueJob = { id: row.id, queue: row.queue, key: row.key, dueAt: isoFromDatabase(row.due_at as Date | string), payload: decodeJsonRecord(row.payload), attempt: row.attempt };
     const delivery = (async () => {
       try {
         await this.#withLogContext({ jobId: job.id, queue: job.queue }, () => handler(job));
@@ -268,9 +295,10 @@ export class EmbeddedJobQueue implements JobQueue {
     try {
       // Only while this worker still holds this delivery's claim.
       await this.#db.updateTable('vigil_jobs').set(settle).where('id', '=', row.id).where('claimed_by', '=', this.#workerId).where('attempt', '=', row.attempt).execute();
+      if (!last) await this.#announce(this.#db);
     } catch (updateError) {
       // A newer pending job with the same key exists (the handler rescheduled it): that one stands.
-      if (!String((updateError as Error)?.message).includes('UNIQUE')) throw updateError;
+      if (!String((updateError as Error)?.message).includes('UNIQUE') && (updateError as { code?: string })?.code !== '23505') throw updateError;
       await this.#db.deleteFrom('vigil_jobs').where('id', '=', row.id).where('claimed_by', '=', this.#workerId).execute();
     }
   }
@@ -299,9 +327,11 @@ export class EmbeddedJobQueue implements JobQueue {
       queues.map((queue) => this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('due_at').as('at')).where('state', '=', 'pending').where('queue', '=', queue).executeTakeFirst()),
     );
     const lease = await this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('lease_until').as('at')).where('state', '=', 'active').executeTakeFirst();
-    const times = [...due.map((row) => row?.at), lease?.at].filter((value): value is string => typeof value === 'string').map((value) => Date.parse(value));
+    const times = ([...due.map((row) => row?.at), lease?.at] as unknown[])
+      .filter((value): value is string | Date => typeof value === 'string' || value instanceof Date)
+      .map((value) => Date.parse(isoFromDatabase(value)));
     const next = times.length > 0 ? Math.min(...times) : Number.POSITIVE_INFINITY;
-    this.#sleepFor(Math.min(FOREIGN_WRITE_BACKSTOP_MS, Math.max(0, next - this.#clock.now().getTime())));
+    this.#sleepFor(Math.min(this.#postgres ? NOTIFIED_BACKSTOP_MS : FOREIGN_WRITE_BACKSTOP_MS, Math.max(0, next - this.#clock.now().getTime())));
   }
 
   #sleepFor(milliseconds: number): void {
@@ -313,6 +343,11 @@ export class EmbeddedJobQueue implements JobQueue {
   #clearSleep(): void {
     if (this.#sleep) clearTimeout(this.#sleep);
     this.#sleep = undefined;
+  }
+
+  /** Tell every instance's scheduler to look again (PostgreSQL; in a transaction, heard when it commits). */
+  async #announce(db: Db): Promise<void> {
+    if (this.#wakeUps) await sql`SELECT pg_notify(${JOBS_CHANNEL}, ${this.#wakeUps.schema})`.execute(db);
   }
 
   #now(): string {

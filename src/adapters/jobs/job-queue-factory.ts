@@ -10,9 +10,14 @@ import type { Clock } from '../../app/ports.js';
 import type { LogContextRunner } from '../logging/create-logger.js';
 import { InProcessThreadLocks, type ThreadLockService } from '../../app/thread-lock.js';
 import { PostgresThreadLocks } from '../locks/postgres-thread-locks.js';
+import type { PostgresListener } from '../sql/postgres-listener.js';
 import type { SqlStorage } from '../sql/sql-storage.js';
 import { EmbeddedJobQueue } from './embedded-job-queue.js';
 import { PgBossJobQueue, pgBossSchemaFor } from './pg-boss-job-queue.js';
+import { RoutedJobQueue } from './routed-job-queue.js';
+import { FOLLOW_UP_QUEUE } from '../../app/autonomy/autonomy-dependencies.js';
+import { CHECK_IN_QUEUE } from '../../app/check-ins/check-in-service.js';
+import { SCHEDULE_QUEUE } from '../../app/schedules/schedule-service.js';
 
 export interface JobQueueTarget {
   storage: SqlStorage;
@@ -25,12 +30,30 @@ export interface JobQueueTarget {
   withLogContext?: LogContextRunner | undefined;
   /** Embedded scheduler only: how long a claim lasts without renewal (a dead process's job is redelivered after it). */
   jobLeaseMs?: number | undefined;
+  /** PostgreSQL: the instance's shared LISTEN connection (job wake-ups across instances). */
+  listener?: PostgresListener | undefined;
+  /** PostgreSQL: due-timer jobs run at once (and claimed per round trip). */
+  timerConcurrency?: number | undefined;
 }
+
+/** The due-timer queues: on PostgreSQL they leave pg-boss for the job table (see RoutedJobQueue). */
+export const DUE_TIMER_QUEUES: ReadonlySet<string> = new Set([FOLLOW_UP_QUEUE, CHECK_IN_QUEUE, SCHEDULE_QUEUE]);
 
 export function openJobQueue(target: JobQueueTarget): JobQueue {
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
-    return new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger, ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}) });
+    const pgBoss = new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger, ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}) });
+    if (!target.listener) return pgBoss;
+    const timers = new EmbeddedJobQueue({
+      context: target.storage.context,
+      clock: target.clock,
+      logger: target.logger,
+      wakeUps: { listener: target.listener, schema: target.schema },
+      ...(target.timerConcurrency ? { concurrency: target.timerConcurrency } : {}),
+      ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
+      ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
+    });
+    return new RoutedJobQueue(timers, DUE_TIMER_QUEUES, pgBoss);
   }
   return new EmbeddedJobQueue({
     context: target.storage.context,
@@ -44,7 +67,7 @@ export function openJobQueue(target: JobQueueTarget): JobQueue {
 export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'>): Promise<ThreadLockService> {
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
-    return PostgresThreadLocks.open({ connectionString: target.databaseUrl, schema: target.schema, logger: target.logger });
+    return PostgresThreadLocks.open({ connectionString: target.databaseUrl, schema: target.schema, logger: target.logger, ...(target.listener ? { listener: target.listener } : {}) });
   }
   return new InProcessThreadLocks();
 }

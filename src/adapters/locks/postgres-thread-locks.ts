@@ -3,13 +3,13 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { InProcessThreadLocks, type ThreadLease, type ThreadLockService } from '../../app/thread-lock.js';
+import { PostgresListener } from '../sql/postgres-listener.js';
 
 /** First key of every thread lock: keeps them apart from other advisory locks (the migrator's, pg-boss's). */
 const LOCK_NAMESPACE = 0x76676c31; // "vgl1"
 const YIELD_CHANNEL = 'vigil_thread_yield';
 /** A yield request is honoured by leases granted up to this long after it was sent (clock skew between instances). */
 const YIELD_SKEW_MS = 2_000;
-const RECONNECT_DELAY_MS = 1_000;
 
 /** Clients that already have their error listener (pool clients are reused). */
 const LISTENING = new WeakSet<pg.PoolClient>();
@@ -23,6 +23,8 @@ export interface PostgresThreadLocksOptions {
   logger: Logger;
   /** Connections for held locks: one per thread running on this instance at once. */
   poolSize?: number;
+  /** The instance's shared LISTEN connection; without one the locks open (and close) their own. */
+  listener?: PostgresListener;
 }
 
 /**
@@ -42,7 +44,9 @@ export class PostgresThreadLocks implements ThreadLockService {
   readonly #options: PostgresThreadLocksOptions;
   readonly #logger: Logger;
   readonly #instance = randomUUID();
-  #listener: pg.Client | undefined;
+  #listener: PostgresListener | undefined;
+  #ownsListener = false;
+  #stopListening: (() => void) | undefined;
   #closed = false;
 
   private constructor(options: PostgresThreadLocksOptions) {
@@ -127,7 +131,8 @@ export class PostgresThreadLocks implements ThreadLockService {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#listener?.end().catch(() => undefined);
+    this.#stopListening?.();
+    if (this.#ownsListener) await this.#listener?.close();
     await this.#pool.end();
   }
 
@@ -172,28 +177,12 @@ export class PostgresThreadLocks implements ThreadLockService {
   }
 
   async #listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#options.connectionString, application_name: 'vigil-thread-yield' });
-    client.on('notification', (message) => this.#onNotice(message.payload));
-    client.on('error', (error) => {
-      this.#logger.warn({ err: error }, 'the thread-yield listener lost its connection; reconnecting');
-      this.#listener = undefined;
-      void client.end().catch(() => undefined);
-      this.#reconnectLater();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${YIELD_CHANNEL}`);
-    this.#listener = client;
-  }
-
-  #reconnectLater(): void {
-    if (this.#closed) return;
-    setTimeout(() => {
-      if (this.#closed) return;
-      this.#listen().catch((error: unknown) => {
-        this.#logger.warn({ err: error }, 'could not reconnect the thread-yield listener');
-        this.#reconnectLater();
-      });
-    }, RECONNECT_DELAY_MS).unref();
+    if (this.#options.listener) this.#listener = this.#options.listener;
+    else {
+      this.#listener = await PostgresListener.open(this.#options.connectionString, this.#logger);
+      this.#ownsListener = true;
+    }
+    this.#stopListening = await this.#listener.listen(YIELD_CHANNEL, (payload) => this.#onNotice(payload));
   }
 
   #onNotice(payload: string | undefined): void {

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AgentService } from '../../app/agent-service.js';
 import type { ConversationService } from '../../app/conversation-service.js';
 import type { Clock, EventBus, Storage, StoredMessage } from '../../app/ports.js';
+import type { SingletonRoles } from '../../app/singleton-role.js';
 import { runMetaOf } from '../../app/run-meta.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import { textOf } from '../../domain/message-content.js';
@@ -49,7 +50,12 @@ export interface TelegramChannelDependencies {
   logger: Logger;
   /** Approve / Reject buttons for tool calls waiting on a chat's thread (absent: none are sent). */
   approvals?: TelegramApprovals;
+  /** Long polling runs on one instance at a time (Telegram allows one poller); absent: this one always polls. */
+  roles?: SingletonRoles;
 }
+
+/** The role of the instance that long-polls Telegram (/readyz lists it where held). */
+export const TELEGRAM_POLLER_ROLE = 'telegram-poller';
 
 /** Telegram redelivers an unconfirmed update for 24 hours; handled ids are kept twice that. */
 const UPDATE_MEMORY_MS = 48 * 60 * 60 * 1000;
@@ -116,13 +122,41 @@ export class TelegramChannel {
     }
     if (this.stopping) return;
     if (this.options.mode === 'polling') {
-      this.polling = bot
-        .start({ allowed_updates: [...ALLOWED_UPDATES], timeout: this.options.pollTimeoutSeconds ?? 30 })
-        .catch((error: unknown) => logger.error({ err: error }, 'telegram long polling stopped'));
+      this.polling = this.poll();
     } else if (this.options.webhookUrl !== undefined) {
       await bot.api.setWebhook(this.options.webhookUrl, { secret_token: this.options.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
     }
     logger.info({ botId: this.botId, mode: this.options.mode, userId: this.options.userId, agentId: this.options.agentId }, 'telegram channel started');
+  }
+
+  /**
+   * Long polling, only while this instance holds the poller role: several instances on one
+   * database take turns, and when the holder dies another takes over within seconds
+   * (Telegram keeps unconfirmed updates, so none is lost; handled update ids keep a
+   * redelivered one from running twice).
+   */
+  private async poll(): Promise<void> {
+    const { bot, logger, roles } = this.deps;
+    while (!this.stopping) {
+      const lease = roles ? await roles.acquire(TELEGRAM_POLLER_ROLE, this.initAbort.signal) : undefined;
+      if (roles && !lease) return; // stopping
+      const onLost = () => {
+        logger.warn('lost the telegram poller role: polling stops here (another instance takes over)');
+        if (bot.isRunning()) void bot.stop().catch(() => undefined);
+      };
+      lease?.lost.addEventListener('abort', onLost, { once: true });
+      try {
+        if (lease?.lost.aborted || this.stopping) continue;
+        logger.info({ botId: this.botId }, 'this instance long-polls telegram');
+        await bot.start({ allowed_updates: [...ALLOWED_UPDATES], timeout: this.options.pollTimeoutSeconds ?? 30 }).catch((error: unknown) => logger.error({ err: error }, 'telegram long polling stopped'));
+      } finally {
+        lease?.lost.removeEventListener('abort', onLost);
+        await lease?.release();
+      }
+      if (!roles) return;
+      // Polling ended on its own (an error): give the role a moment before taking it again.
+      if (!this.stopping) await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+    }
   }
 
   /** Take no more updates (stop long polling); runs and replies in flight go on. */

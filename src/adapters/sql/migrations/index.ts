@@ -15,8 +15,10 @@ import { runningRunsIndexMigration } from './0010-running-runs-index.js';
 import { retentionSettledIndexesMigration } from './0011-retention-settled-indexes.js';
 import { langgraphProtocolMigration } from './0012-langgraph-protocol.js';
 import { runModelInputsMigration } from './0013-run-model-inputs.js';
+import { threadEventsMigration } from './0014-thread-events.js';
+import { dueTimerJobsMigration } from './0015-due-timer-jobs.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration];

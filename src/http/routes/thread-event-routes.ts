@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { VigilError } from '../../domain/errors.js';
+import type { HttpDependencies } from '../http-dependencies.js';
+import { errorBody, threadParams } from '../schemas.js';
+
+const HEARTBEAT_MS = 15_000;
+const eventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * `GET /api/threads/{id}/events`: every event of the thread as server-sent events, from
+ * whichever instance produced it (I15), each with its `id:`; a client that reconnects with
+ * `Last-Event-ID` (or `?after=`) gets the events it missed within the replay window, in
+ * order, once, then the live ones. The stream stays open until the client goes away.
+ */
+export function threadEventRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
+  return async (app) => {
+    // These streams never end on their own: a stopping server ends them (a client reconnects elsewhere and resumes).
+    const open = new Set<() => void>();
+    app.addHook('preClose', async () => {
+      for (const end of open) end();
+    });
+    app.get(
+      '/api/threads/:threadId/events',
+      {
+        schema: {
+          tags: ['threads'],
+          description: 'Every event of the thread as server-sent events (`id:`, `event: <type>`, `data: <JSON>`), whichever instance ran it. Resume with Last-Event-ID or ?after=<id>.',
+          params: threadParams,
+          querystring: z.object({ after: eventIdSchema.optional() }).strict(),
+          response: { 200: z.string(), 400: errorBody, 404: errorBody },
+        },
+      },
+      async (request, reply) => {
+        await deps.conversations.getThread(request.userId, request.params.threadId); // I12: another user's thread is a 404
+        const header = request.headers['last-event-id'];
+        let afterEventId = request.query.after;
+        if (typeof header === 'string' && header !== '') {
+          const parsed = eventIdSchema.safeParse(header);
+          if (!parsed.success) throw new VigilError('VALIDATION_FAILED', 'Last-Event-ID must be an event id (a non-negative integer)');
+          afterEventId = parsed.data;
+        }
+        reply.hijack();
+        const raw = reply.raw;
+        raw.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+          'x-request-id': request.id,
+        });
+        const streamClosed = deps.metrics?.streamOpened('sse');
+        raw.write(': subscribed\n\n'); // the acknowledgement: no later event can be missed
+        const unsubscribe = deps.events.subscribe(
+          request.params.threadId,
+          (event, eventId) => {
+            if (!raw.writableEnded) raw.write(`${eventId === undefined ? '' : `id: ${eventId}\n`}event: ${event.type}\ndata: ${JSON.stringify(eventId === undefined ? event : { ...event, eventId })}\n\n`);
+          },
+          { afterEventId },
+        );
+        const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), HEARTBEAT_MS);
+        heartbeat.unref();
+        await new Promise<void>((resolve) => {
+          const end = () => {
+            open.delete(end);
+            resolve();
+          };
+          open.add(end);
+          raw.on('close', end);
+        });
+        if (!raw.writableEnded) raw.end();
+        clearInterval(heartbeat);
+        unsubscribe();
+        streamClosed?.();
+      },
+    );
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * One contract for every EventBus (I15): a subscriber gets every event of its thread, in
+ * order, once, with ids that grow; it resumes after an id; a large event arrives whole.
+ * `a` and `b` are two instances of the bus (two server processes on PostgreSQL; the same
+ * bus in-process, where there is one process).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventBus } from '../../src/app/ports.js';
+import type { VigilEvent } from '../../src/domain/events.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+export interface EventBusFixture {
+  a: EventBus;
+  b: EventBus;
+  /** PostgreSQL only: cut `b`'s listening connection (it reconnects on its own). */
+  cutListener?: () => Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Seen {
+  id: number | undefined;
+  event: VigilEvent;
+}
+
+export function collect(bus: EventBus, threadId: string, afterEventId?: number): { seen: Seen[]; stop: () => void } {
+  const seen: Seen[] = [];
+  const stop = bus.subscribe(threadId, (event, id) => seen.push({ id, event }), { afterEventId });
+  return { seen, stop };
+}
+
+function delta(threadId: string, index: number, text = `t${index}`): VigilEvent {
+  return { type: 'message.delta', threadId, runId: 'r', at: new Date().toISOString(), messageId: 'm', delta: text };
+}
+
+const texts = (seen: Seen[]) => seen.map((entry) => (entry.event.type === 'message.delta' ? entry.event.delta : entry.event.type));
+const increasing = (seen: Seen[]) => seen.every((entry, index) => entry.id !== undefined && (index === 0 || entry.id > seen[index - 1]!.id!));
+
+export function eventBusContract(name: string, open: () => Promise<EventBusFixture>): void {
+  describe(`event bus contract: ${name}`, () => {
+    let fixture: EventBusFixture;
+    beforeAll(async () => {
+      fixture = await open();
+    });
+    afterAll(async () => {
+      await fixture?.close();
+    });
+
+    it('I15: every event of a thread reaches a subscriber on another instance, in order, once, with growing ids; other threads stay apart', async () => {
+      const thread = randomUUID();
+      const other = randomUUID();
+      const onB = collect(fixture.b, thread);
+      const otherOnB = collect(fixture.b, other);
+      // Let a subscription settle on the bus's listener: ids are what proves order, not timing.
+      for (let index = 0; index < 300; index += 1) {
+        fixture.a.publish(delta(thread, index));
+        if (index % 3 === 0) fixture.a.publish(delta(other, index));
+      }
+      await fixture.a.flush?.();
+      await waitFor(() => onB.seen.length >= 300 && otherOnB.seen.length >= 100, 30_000, 'every event on the other instance');
+      expect(texts(onB.seen)).toEqual(Array.from({ length: 300 }, (_, index) => `t${index}`));
+      expect(increasing(onB.seen)).toBe(true);
+      expect(otherOnB.seen.every((entry) => entry.event.threadId === other)).toBe(true);
+      expect(otherOnB.seen).toHaveLength(100);
+      onB.stop();
+      otherOnB.stop();
+    });
+
+    it('I15: two instances publishing on one thread: both subscribers see one order, the same ids, each event once', async () => {
+      const thread = randomUUID();
+      const onA = collect(fixture.a, thread);
+      const onB = collect(fixture.b, thread);
+      for (let index = 0; index < 200; index += 1) (index % 2 === 0 ? fixture.a : fixture.b).publish(delta(thread, index));
+      await Promise.all([fixture.a.flush?.(), fixture.b.flush?.()]);
+      await waitFor(() => onA.seen.length >= 200 && onB.seen.length >= 200, 30_000, '200 events on both');
+      expect(onA.seen).toHaveLength(200);
+      expect(new Set(texts(onA.seen)).size).toBe(200);
+      expect(increasing(onA.seen)).toBe(true);
+      expect(onB.seen.map((entry) => [entry.id, texts([entry])[0]])).toEqual(onA.seen.map((entry) => [entry.id, texts([entry])[0]]));
+      // Each publisher's own events keep its order.
+      const evens = texts(onA.seen).filter((text) => Number(text.slice(1)) % 2 === 0);
+      expect(evens).toEqual(Array.from({ length: 100 }, (_, index) => `t${index * 2}`));
+      onA.stop();
+      onB.stop();
+    });
+
+    it('I15: an event larger than a NOTIFY payload (8,000 bytes) arrives whole', async () => {
+      const thread = randomUUID();
+      const onB = collect(fixture.b, thread);
+      const big = 'x'.repeat(50_000) + 'é'.repeat(3_000);
+      fixture.a.publish(delta(thread, 0, 'before'));
+      fixture.a.publish({ type: 'message.end', threadId: thread, runId: 'r', at: new Date().toISOString(), message: { id: 'm', role: 'assistant', content: big, createdAt: new Date().toISOString(), metadata: { note: 'large' } } });
+      fixture.a.publish(delta(thread, 2, 'after'));
+      await fixture.a.flush?.();
+      await waitFor(() => onB.seen.length >= 3, 30_000, 'the large event');
+      expect(texts(onB.seen)).toEqual(['before', 'message.end', 'after']);
+      const end = onB.seen[1]!.event;
+      expect(end.type === 'message.end' && end.message.content).toBe(big);
+      expect(increasing(onB.seen)).toBe(true);
+      onB.stop();
+    });
+
+    it('I15: a subscriber that comes back with the last id it saw gets what it missed, in order, then live events, nothing twice', async () => {
+      const thread = randomUUID();
+      const first = collect(fixture.b, thread);
+      for (let index = 0; index < 10; index += 1) fixture.a.publish(delta(thread, index));
+      await fixture.a.flush?.();
+      await waitFor(() => first.seen.length >= 10, 30_000, 'the first ten');
+      first.stop();
+      const lastSeen = first.seen[4]!.id!; // it had taken in only five when its connection dropped
+      for (let index = 10; index < 20; index += 1) fixture.a.publish(delta(thread, index));
+      await fixture.a.flush?.();
+      const resumed = collect(fixture.b, thread, lastSeen);
+      await waitFor(() => resumed.seen.length >= 15, 30_000, 'the missed events');
+      for (let index = 20; index < 25; index += 1) fixture.a.publish(delta(thread, index));
+      await fixture.a.flush?.();
+      await waitFor(() => resumed.seen.length >= 20, 30_000, 'the live events after the replay');
+      expect(texts(resumed.seen)).toEqual(Array.from({ length: 20 }, (_, index) => `t${index + 5}`));
+      expect(increasing(resumed.seen)).toBe(true);
+      expect(resumed.seen[0]!.id).toBeGreaterThan(lastSeen);
+      resumed.stop();
+    });
+
+    it('I15: events published while an instance\'s listening connection was cut still reach its subscribers, in order, once', async (context) => {
+      if (!fixture.cutListener) return context.skip();
+      const thread = randomUUID();
+      const onB = collect(fixture.b, thread);
+      fixture.a.publish(delta(thread, 0));
+      await fixture.a.flush?.();
+      await waitFor(() => onB.seen.length >= 1, 30_000, 'the first event');
+      await fixture.cutListener();
+      for (let index = 1; index < 30; index += 1) fixture.a.publish(delta(thread, index));
+      await fixture.a.flush?.();
+      await waitFor(() => onB.seen.length >= 30, 30_000, 'the events sent while the listener was away');
+      for (let index = 30; index < 35; index += 1) fixture.a.publish(delta(thread, index));
+      await fixture.a.flush?.();
+      await waitFor(() => onB.seen.length >= 35, 30_000, 'live events after the reconnect');
+      expect(texts(onB.seen)).toEqual(Array.from({ length: 35 }, (_, index) => `t${index}`));
+      expect(increasing(onB.seen)).toBe(true);
+      onB.stop();
+    });
+  });
+}

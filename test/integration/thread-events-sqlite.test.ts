@@ -1,0 +1,3 @@
+import { threadEventsSuite } from './thread-events.suite.js';
+
+threadEventsSuite(() => ({ kind: 'sqlite' }));
