@@ -10,6 +10,10 @@ import type { VigilEvent } from '../../domain/events.js';
 import { toVigilError } from '../errors.js';
 import { toMessageDict } from './convert.js';
 import { RunFrames } from './run-stream.js';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** How long a finished run's stream waits for its run.end to come through the event bus. */
+const RUN_END_GRACE_MS = 10_000;
 
 type Json = Record<string, unknown>;
 
@@ -131,9 +135,12 @@ export class ProtocolRunManager {
     await this.record(shape);
     const { frames, handle, finish } = this.tracker(shape);
     let started = false;
+    let ended!: () => void;
+    const runEnded = new Promise<void>((resolve) => (ended = resolve));
     const unsubscribe = this.deps.events.subscribe(shape.thread.id, (event) => {
       const ours = 'runId' in event && event.runId === shape.runId;
       if (ours && event.type === 'run.start') started = true;
+      if (ours && event.type === 'run.end') ended();
       // Timer events carry no run id: those between this run's start and its end are its follow-up plans.
       if (ours || (started && event.type.startsWith('timer.'))) handle(event);
     });
@@ -150,10 +157,22 @@ export class ProtocolRunManager {
         },
       )
       .finally(async () => {
+        // Across instances (PostgreSQL) the run's last events arrive through the event bus a
+        // moment after the run returns: keep listening until its run.end, if it was recorded.
+        if (await this.wasRecorded(shape)) await Promise.race([runEnded, delay(RUN_END_GRACE_MS, undefined, { ref: false })]);
         unsubscribe();
         await finish();
       });
     return this.track(shape, frames, controller, settled);
+  }
+
+  private async wasRecorded(shape: RunShape): Promise<boolean> {
+    try {
+      await this.deps.conversations.getRun(shape.userId, shape.runId);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**
