@@ -48,6 +48,10 @@ export interface TimerBenchOptions {
   jobTableOnly?: boolean;
   /** Handlers the job table runs at once per instance (default: the queue's own, 4). */
   jobTableConcurrency?: number;
+  /** The embedded scheduler's handlers at once, one row each (default: the queue's own, 4). */
+  embeddedConcurrency?: number[];
+  /** SQLite only (no PostgreSQL rows). */
+  sqliteOnly?: boolean;
   /** PostgreSQL to measure pg-boss on; omitted: the usual environment variables, if PostgreSQL answers; undefined: SQLite only. */
   postgresUrl?: string | undefined;
   progress?: (message: string) => void;
@@ -62,11 +66,11 @@ export async function benchTimers(options: TimerBenchOptions = {}): Promise<Time
   const sizes = options.sizes ?? (options.quick ? [10_000] : [10_000, 100_000]);
   const probes = options.quick ? 100 : 300;
   const burst = options.quick ? 300 : 1_000;
-  const postgresUrl = 'postgresUrl' in options ? options.postgresUrl : await defaultPostgres();
+  const postgresUrl = options.sqliteOnly ? undefined : 'postgresUrl' in options ? options.postgresUrl : await defaultPostgres();
   const rows: TimerBenchRow[] = [];
   for (const pending of options.jobTableOnly ? [] : sizes) {
     progress(`timers: SQLite, ${pending.toLocaleString('en')} pending`);
-    rows.push(...(await onSqlite(pending, probes, burst)));
+    for (const concurrency of options.embeddedConcurrency ?? [undefined]) rows.push(...(await onSqlite(pending, probes, burst, concurrency)));
   }
   if (postgresUrl === undefined) {
     rows.push({ group: GROUP, name: 'pg-boss rows skipped', value: Number.NaN, unit: '', note: 'PostgreSQL did not answer' });
@@ -85,7 +89,7 @@ export async function benchTimers(options: TimerBenchOptions = {}): Promise<Time
 
 // ---------- the two backends ----------
 
-async function onSqlite(pending: number, probes: number, burst: number): Promise<TimerBenchRow[]> {
+async function onSqlite(pending: number, probes: number, burst: number, concurrency?: number): Promise<TimerBenchRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'vigil-bench-timers-'));
   const file = join(dir, 'vigil.sqlite');
   const storage = await openSqliteStorage({ file, logger: silentLogger });
@@ -93,9 +97,9 @@ async function onSqlite(pending: number, probes: number, burst: number): Promise
     const before = await sqliteBytes(file);
     const heap = await heapPerTimer(() => seedPending(storage, pending, 'sqlite'), pending);
     const bytes = (await sqliteBytes(file)) - before;
-    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger });
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger, ...(concurrency ? { concurrency } : {}) });
     const measured = await measureLag(queue, probes, burst);
-    return report('sqlite embedded', pending, measured, bytes / pending, heap);
+    return report(`sqlite embedded${concurrency ? ` (${concurrency} at once)` : ''}`, pending, measured, bytes / pending, heap);
   } finally {
     await storage.close();
     await rm(dir, { recursive: true, force: true });
@@ -242,7 +246,10 @@ async function defaultPostgres(): Promise<string | undefined> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const pending = process.argv.find((argument) => argument.startsWith('--pending='));
   const concurrency = process.argv.find((argument) => argument.startsWith('--job-table-concurrency='));
+  const embedded = process.argv.find((argument) => argument.startsWith('--embedded-concurrency='));
   benchTimers({
+    sqliteOnly: process.argv.includes('--sqlite-only'),
+    ...(embedded ? { embeddedConcurrency: embedded.slice('--embedded-concurrency='.length).split(',').map(Number) } : {}),
     quick: process.argv.includes('--quick'),
     jobTableOnly: process.argv.includes('--job-table-only'),
     ...(concurrency ? { jobTableConcurrency: Number(concurrency.slice('--job-table-concurrency='.length)) } : {}),
