@@ -10,6 +10,27 @@ export function wantsEventStream(request: FastifyRequest): boolean {
 }
 
 /**
+ * Take a response over as a server-sent event stream: the stream's headers (after any
+ * `headers` the caller adds), and the active-streams metric until the connection closes.
+ * Every SSE route opens its stream here.
+ */
+export function openEventStream(request: FastifyRequest, reply: FastifyReply, options: { metrics?: HttpDependencies['metrics']; headers?: Record<string, string> } = {}): FastifyReply['raw'] {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...options.headers,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  const streamClosed = options.metrics?.streamOpened('sse');
+  raw.on('close', () => streamClosed?.());
+  return raw;
+}
+
+/**
  * Stream one run's events as server-sent events, ending after `run.end`. The run is not
  * tied to the connection: if the client goes away the run still finishes and its reply
  * is saved, visible in history.
@@ -21,20 +42,10 @@ export async function streamRunAsSse(
   target: { threadId: string; runId: string },
   start: () => Promise<unknown>,
 ): Promise<void> {
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-request-id': request.id,
-  });
+  const raw = openEventStream(request, reply, { metrics: deps.metrics });
   let open = true;
-  const streamClosed = deps.metrics?.streamOpened('sse');
   raw.on('close', () => {
     open = false;
-    streamClosed?.();
   });
   const write = (event: VigilEvent) => {
     if (open) raw.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { StreamMode } from './protocol-schemas.js';
+import { openEventStream } from '../sse.js';
 
 /** One server-sent event of a run, numbered in the run's order; its number is its SSE `id:`. */
 export interface Frame {
@@ -76,22 +77,10 @@ export async function writeFrames(
   frames: RunFrames | undefined,
   options: { target: StreamTarget; modes: ReadonlySet<StreamMode>; after: number; heartbeatMs: number; onDisconnect?: () => void; extraHeaders?: Record<string, string> },
 ): Promise<void> {
-  reply.hijack();
-  const raw = reply.raw;
   const path = `/threads/${encodeURIComponent(options.target.threadId)}/runs/${encodeURIComponent(options.target.runId)}`;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) if (typeof value === 'string') headers[name] = value;
-  raw.writeHead(200, {
-    ...headers,
-    ...options.extraHeaders,
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-request-id': request.id,
-    location: `${path}/stream`,
-    'content-location': path,
-  });
+  const raw = openEventStream(request, reply, { headers: { ...headers, ...options.extraHeaders, location: `${path}/stream`, 'content-location': path } });
   let open = true;
   raw.on('close', () => {
     if (open && frames && !frames.done) options.onDisconnect?.();

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VigilError } from '../../domain/errors.js';
 import type { HttpDependencies } from '../http-dependencies.js';
+import { openEventStream } from '../sse.js';
 import { errorBody, threadParams } from '../schemas.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -40,16 +41,7 @@ export function threadEventRoutes(deps: HttpDependencies): FastifyPluginAsyncZod
           if (!parsed.success) throw new VigilError('VALIDATION_FAILED', 'Last-Event-ID must be an event id (a non-negative integer)');
           afterEventId = parsed.data;
         }
-        reply.hijack();
-        const raw = reply.raw;
-        raw.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-          'x-request-id': request.id,
-        });
-        const streamClosed = deps.metrics?.streamOpened('sse');
+        const raw = openEventStream(request, reply, { metrics: deps.metrics });
         raw.write(': subscribed\n\n'); // the acknowledgement: no later event can be missed
         const unsubscribe = deps.events.subscribe(
           request.params.threadId,
@@ -71,7 +63,6 @@ export function threadEventRoutes(deps: HttpDependencies): FastifyPluginAsyncZod
         if (!raw.writableEnded) raw.end();
         clearInterval(heartbeat);
         unsubscribe();
-        streamClosed?.();
       },
     );
   };
