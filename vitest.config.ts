@@ -12,13 +12,8 @@ const FLEET = [
   'test/e2e/schedules-two-processes.test.ts',
   'test/e2e/approval-kill-sqlite.test.ts',
   'test/e2e/approval-kill-postgres.test.ts',
+  'test/e2e/cluster-postgres.test.ts',
 ];
-// The three-instance cluster e2e (issue 14) is left out of `npm test` until a defect it found
-// is fixed: a one-shot schedule fire whose instance is killed mid-run stays `running` in the
-// fire records (its run is ended by the orphaned-run sweep, its fire is not), which fails it
-// about one run in six. Run it with `npm run test:cluster`.
-const CLUSTER = 'test/e2e/cluster-postgres.test.ts';
-if (process.env.VIGIL_CLUSTER_E2E === '1') FLEET.push(CLUSTER);
 
 export default defineConfig({
   test: {
@@ -27,7 +22,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'suites', include: ['test/**/*.test.ts'], exclude: [...FLEET, CLUSTER] } },
+      { extends: true, test: { name: 'suites', include: ['test/**/*.test.ts'], exclude: FLEET } },
       { extends: true, test: { name: 'fleet', include: FLEET, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },

@@ -315,8 +315,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     const scheduleRepository = new SqlScheduleRepository(storage.context);
     const schedules = new ScheduleService(scheduleRepository, jobQueue, agents, conversations, clock, logger);
-    const scheduleRunner = new ScheduleRunner(scheduleRepository, schedules, conversations, clock, logger, config.scheduleMissedGraceMs);
-    await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const retention = new RetentionJob({ store: new SqlRetentionRepository(storage.context), clock, logger, retentionDays: config.retentionDays });
     const orphanedRuns = new OrphanedRunSweeper(
       {
@@ -327,20 +325,32 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         logger,
         syncProjection: async (run) => {
           const agent = await storage.agents.get(run.userId, run.agentId);
-          if (agent) await coordinator.syncProjection(agent, contextOfRun(run), run.id);
+          return agent ? coordinator.syncProjection(agent, contextOfRun(run), run.id) : [];
         },
       },
       { intervalMs: options.orphanedRunSweepMs ?? config.runSweepIntervalMs },
     );
+    const scheduleRunner = new ScheduleRunner({
+      schedules: scheduleRepository,
+      service: schedules,
+      conversations,
+      runs: storage.runs,
+      endOrphanedRun: (run) => orphanedRuns.endIfOrphaned(run),
+      clock,
+      logger,
+      missedGraceMs: config.scheduleMissedGraceMs,
+    });
+    await jobQueue.work(SCHEDULE_QUEUE, (job) => scheduleRunner.fire(job));
     const outboundWebhooks = new OutboundWebhookService(
       { repository: new SqlOutboundWebhookRepository(storage.context), agents, jobs: jobQueue, secrets, approval: (id) => approvalService.reread(id), clock, logger },
       { allowPrivateAddresses: config.outboundWebhooksAllowPrivate, ...options.outboundWebhooks },
     );
     await outboundWebhooks.attach();
     coordinator.onRunEnd((event) => outboundWebhooks.onRunEnd(event));
+    orphanedRuns.onEnded((run, messages) => outboundWebhooks.runEnded(run, messages));
     events.observe((event) => void outboundWebhooks.onEvent(event).catch((error: unknown) => logger.error({ err: error, type: event.type }, 'outbound webhook could not be queued')));
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
-    wireDeletionCascade({ agents, conversations, autonomy, schedules, hooks });
+    wireDeletionCascade({ agents, conversations, autonomy, schedules, hooks, events });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
       ? new TelegramChannel(

@@ -27,6 +27,8 @@ export type UserMessageHook = (thread: ThreadRecord, receivedAt: string) => Prom
 
 /** Called before a thread is deleted: a feature stops what would still run on it (a pending follow-up, a schedule). */
 export type ThreadDeletedHook = (thread: ThreadRecord) => Promise<void>;
+/** Called once a thread is deleted: what was kept for it alone goes (its events). */
+export type ThreadGoneHook = (thread: ThreadRecord) => Promise<void>;
 /** A reason why a system-started run must not start on the thread now, or null. */
 export type TriggeredRunGuard = (threadId: string, trigger: RunContext['trigger']) => Promise<string | null>;
 
@@ -43,6 +45,7 @@ export interface TriggeredRunGate {
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
   private readonly threadDeletedHooks: ThreadDeletedHook[] = [];
+  private readonly threadGoneHooks: ThreadGoneHook[] = [];
   private readonly triggeredRunGuards: TriggeredRunGuard[] = [];
 
   constructor(
@@ -69,6 +72,11 @@ export class ConversationService {
     this.threadDeletedHooks.push(hook);
   }
 
+  /** Register cleanup run after a thread is deleted (a failure there is logged: the thread is gone either way). */
+  onThreadGone(hook: ThreadGoneHook): void {
+    this.threadGoneHooks.push(hook);
+  }
+
   async renameThread(userId: string, threadId: string, title: string | null): Promise<ThreadRecord> {
     const thread = await this.storage.threads.rename(userId, threadId, title);
     if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
@@ -85,6 +93,13 @@ export class ConversationService {
     await this.storage.checkpointer.deleteThread(threadId);
     if (!(await this.storage.threads.delete(userId, threadId))) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
     this.logger.info({ threadId }, 'thread deleted');
+    for (const hook of this.threadGoneHooks) {
+      try {
+        await hook(thread);
+      } catch (error) {
+        this.logger.error({ err: error, threadId }, 'cleanup after a thread\'s deletion failed');
+      }
+    }
   }
 
   /** Delete every thread of an agent (the agent is being deleted). */

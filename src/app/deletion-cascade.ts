@@ -1,6 +1,7 @@
 import type { AgentService } from './agent-service.js';
 import type { AutonomyService } from './autonomy/autonomy-service.js';
 import type { ConversationService } from './conversation-service.js';
+import type { EventBus } from './ports.js';
 import type { ScheduleService } from './schedules/schedule-service.js';
 import type { HookService } from './webhooks/hook-service.js';
 
@@ -10,10 +11,11 @@ const HOOK_LIST_BOUND = 10_000;
 /**
  * What deleting an agent or a thread stops, in one place: a pending follow-up, the
  * schedules and webhooks that would start runs for it. Without this a timer or cron job
- * would fire later for an agent or thread that no longer exists.
+ * would fire later for an agent or thread that no longer exists. Once the thread is gone,
+ * its events go too (they hold what was said in it).
  */
-export function wireDeletionCascade(parts: { agents: AgentService; conversations: ConversationService; autonomy: AutonomyService; schedules: ScheduleService; hooks: HookService }): void {
-  const { agents, conversations, autonomy, schedules, hooks } = parts;
+export function wireDeletionCascade(parts: { agents: AgentService; conversations: ConversationService; autonomy: AutonomyService; schedules: ScheduleService; hooks: HookService; events: EventBus }): void {
+  const { agents, conversations, autonomy, schedules, hooks, events } = parts;
 
   conversations.onThreadDeleted(async (thread) => {
     await autonomy.onThreadDeleted(thread);
@@ -24,6 +26,7 @@ export function wireDeletionCascade(parts: { agents: AgentService; conversations
       if (hook.threadId === thread.id) await hooks.delete(thread.userId, hook.id);
     }
   });
+  conversations.onThreadGone((thread) => events.forgetThread(thread.id));
 
   agents.onDelete(async (agent) => {
     for (const schedule of await schedules.list(agent.userId)) {

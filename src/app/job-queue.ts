@@ -26,6 +26,9 @@ export interface ScheduleJob {
 
 export type JobHandler = (job: DueJob) => Promise<void>;
 
+/** Thrown by a handler so that the queue delivers the job again later (with its backoff). */
+export class RetryLater extends Error {}
+
 /**
  * An open transaction on the storage the queue shares with the app tables, opaque to the
  * app layer (the adapters know it is a Kysely transaction). A job scheduled within one

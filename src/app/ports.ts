@@ -240,6 +240,11 @@ export interface EventBus {
   subscribe(threadId: string, handler: EventHandler, options?: SubscribeOptions): () => void;
   /** Every event this process publishes, whatever the thread (metrics); returns the stop function. */
   observe(handler: EventHandler): () => void;
+  /**
+   * The thread was deleted: its replay window and its numbering go (on PostgreSQL its
+   * thread_events rows, which hold what was said, and its counter row).
+   */
+  forgetThread(threadId: string): Promise<void>;
   /** Resolves once every event published so far is on its way to subscribers (written, for a shared bus). */
   flush?(): Promise<void>;
   close?(): Promise<void>;

@@ -121,6 +121,31 @@ export function eventBusContract(name: string, open: () => Promise<EventBusFixtu
       resumed.stop();
     });
 
+    it('a deleted thread is forgotten: nothing of it is replayed, anywhere; other threads keep theirs', async () => {
+      const gone = randomUUID();
+      const kept = randomUUID();
+      for (let index = 0; index < 5; index += 1) {
+        fixture.a.publish(delta(gone, index));
+        fixture.a.publish(delta(kept, index));
+      }
+      await fixture.a.flush?.();
+      const before = collect(fixture.b, gone, 0);
+      await waitFor(() => before.seen.length >= 5, 30_000, 'the thread\'s events, before it is deleted');
+      before.stop();
+      await fixture.a.forgetThread(gone);
+      const after = collect(fixture.b, gone, 0);
+      // A later event (one published as the thread went) is all a resuming subscriber gets: no replay of the old ones.
+      fixture.a.publish(delta(gone, 99, 'late'));
+      await fixture.a.flush?.();
+      await waitFor(() => after.seen.length >= 1, 30_000, 'the late event');
+      expect(texts(after.seen)).toEqual(['late']);
+      const other = collect(fixture.b, kept, 0);
+      await waitFor(() => other.seen.length >= 5, 30_000, 'the other thread\'s events');
+      expect(texts(other.seen)).toEqual(['t0', 't1', 't2', 't3', 't4']);
+      after.stop();
+      other.stop();
+    });
+
     it('I15: events published while an instance\'s listening connection was cut still reach its subscribers, in order, once', async (context) => {
       if (!fixture.cutListener) return context.skip();
       const thread = randomUUID();

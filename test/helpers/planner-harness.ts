@@ -41,6 +41,9 @@ export class RecordingEventBus implements EventBus {
   observe(handler: (event: VigilEvent) => void): () => void {
     return this.inner.observe(handler);
   }
+  forgetThread(threadId: string): Promise<void> {
+    return this.inner.forgetThread(threadId);
+  }
   ofRun(runId: string): VigilEvent[] {
     return this.events.filter((event) => 'runId' in event && event.runId === runId);
   }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 type Json = Record<string, any>;
 
@@ -39,6 +41,14 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
 
   function timers() {
     return new SqlTimerRepository((server.storage as SqlStorage).context);
+  }
+
+  /** PostgreSQL: the thread's rows in the event bus's tables. */
+  async function eventRowsOf(threadId: string): Promise<{ events: string; counters: string }> {
+    const { rows } = await sql<{ events: string; counters: string }>`
+      SELECT (SELECT count(*) FROM thread_events WHERE thread_id = ${threadId}) AS events,
+             (SELECT count(*) FROM thread_event_counters WHERE thread_id = ${threadId}) AS counters`.execute((server.storage as SqlStorage).context.db);
+    return rows[0]!;
   }
 
   async function pendingTimer(threadId: string): Promise<string> {
@@ -173,6 +183,7 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       const bound = await server.request('POST', '/api/schedules', { body: { name: 'here', agentId, target: 'thread', threadId, task: 'x', timing: { kind: 'cron', cron: '0 3 * * *' } } });
       expect(bound.status, JSON.stringify(bound.body)).toBe(201);
 
+      if (backend().kind === 'postgres') await waitFor(async () => (await eventRowsOf(threadId)).counters === '1', 10_000, 'the thread\'s events to be stored');
       const removed = await server.request('DELETE', `/api/threads/${threadId}`);
       expect(removed.status).toBe(204);
       expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(404);
@@ -183,6 +194,10 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       expect(await server.storage.checkpointer.getTuple({ configurable: { thread_id: threadId } })).toBeUndefined();
       const page = await server.storage.threads.history(ALICE.id, threadId, { visibility: 'all', limit: 10 });
       expect(page.messages).toEqual([]);
+      if (backend().kind === 'postgres') {
+        // Its events (what was said, kept for replay) and their counter go with it.
+        expect(await eventRowsOf(threadId)).toEqual({ events: '0', counters: '0' });
+      }
       // The agent itself stays usable.
       expect((await server.request('GET', `/api/agents/${agentId}`)).status).toBe(200);
     });

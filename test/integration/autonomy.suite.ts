@@ -303,6 +303,25 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
     });
   });
 
+  describe('recovery of a fire cut short (I7)', () => {
+    it('I7, I6: a fire whose process died before its run was recorded, superseded by a person since, is dropped, not left naming a run that never was', async () => {
+      const agentId = await agentWith('phantom', fast());
+      const threadId = await threadOf(agentId);
+      const repository = new SqlTimerRepository((server.storage as SqlStorage).context);
+      const id = randomUUID();
+      const longAgo = new Date(Date.now() - 60_000).toISOString();
+      await repository.insert({ id, threadId, userId: ALICE.id, agentId, dueAt: longAgo, triggerType: 'check_in', reason: 'cut short', attempt: 1, state: 'pending', stateReason: null, scheduledAgainst: longAgo, sourceRunId: null }, longAgo);
+      // Claimed and marked fired, then the process died before the run was recorded.
+      const phantomRunId = randomUUID();
+      expect(await repository.transition(id, 'pending', 'fired', { runId: phantomRunId, firedAt: longAgo, stateReason: null }, longAgo)).toBeDefined();
+      await say(threadId, 'I am back');
+      await server.services.jobs.schedule({ queue: FOLLOW_UP_QUEUE, key: id, dueAt: new Date(), payload: { timerId: id } });
+      const settled = await eventually(async () => (await timers(threadId)).find((timer) => timer.id === id && timer.state !== 'fired'));
+      expect(settled).toMatchObject({ state: 'dropped', stateReason: 'superseded_by_user_message', runId: null });
+      expect((await runs(threadId)).some((run) => run.id === phantomRunId)).toBe(false);
+    });
+  });
+
   describe('the safety sweep (I7)', () => {
     it('I7: a timer overdue without a job (lost by hand or by exhausted retries) is handed out again and fires once', async () => {
       const tag = 'sweep';

@@ -123,6 +123,22 @@ export function outboundWebhooksSuite(backend: () => Backend, options: { slowMs:
     expect(((await server.request('GET', `/api/agents/${agentId}/webhooks/${created.body.id}/deliveries`)).body.deliveries as Json[])).toHaveLength(1);
   });
 
+  it('run.completed goes out, failed, for an autonomous run whose process died and the sweep ended', async () => {
+    const agentId = await agentWith();
+    const path = `/swept-${randomUUID().slice(0, 6)}`;
+    const created = await server.request('POST', `/api/agents/${agentId}/webhooks`, { body: { url: `${receiverUrl}${path}`, events: ['run.completed'] } });
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id;
+    // A follow-up's run as a process killed mid-run leaves it: running, its thread lock gone.
+    const runId = `run-dead-${randomUUID().slice(0, 8)}`;
+    const at = new Date(Date.now() - 60_000).toISOString();
+    await server.storage.runs.create({ id: runId, threadId, userId: ALICE.id, agentId, trigger: 'autonomy', meta: {}, correlationId: runId, model: 'scripted', requestedAt: at, startedAt: at });
+    expect(await server.services.orphanedRuns.sweepOnce()).toBeGreaterThanOrEqual(1);
+    await waitFor(() => received.some((entry) => entry.path === path), waitLong, 'run.completed of the swept run');
+    const entry = received.find((candidate) => candidate.path === path)!;
+    const payload = new Webhook(created.body.secret).verify(entry.body, entry.headers as Record<string, string>) as Json;
+    expect(payload).toMatchObject({ type: 'run.completed', data: { runId, threadId, trigger: 'autonomy', status: 'failed', reason: 'its process ended before the run recorded its end', reply: null } });
+  });
+
   it('I11, I12: loopback and private addresses are refused by default; another user cannot subscribe to the agent', async () => {
     const strict = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl } });
     try {

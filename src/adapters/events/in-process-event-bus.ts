@@ -68,6 +68,12 @@ export class InProcessEventBus implements EventBus {
     };
   }
 
+  async forgetThread(threadId: string): Promise<void> {
+    // Ids start from the clock, so a number forgotten here is never handed out again.
+    this.recent.delete(threadId);
+    this.lastIds.delete(threadId);
+  }
+
   async flush(): Promise<void> {}
 
   async close(): Promise<void> {}

@@ -122,6 +122,15 @@ export class PostgresEventBus implements EventBus {
     };
   }
 
+  async forgetThread(threadId: string): Promise<void> {
+    // What this instance still has to write for the thread lands first, so nothing is left after the delete.
+    for (let outbox = this.#outboxes.get(threadId); outbox?.writing; outbox = this.#outboxes.get(threadId)) await outbox.writing;
+    await this.#options.db.transaction().execute(async (trx) => {
+      await sql`DELETE FROM thread_events WHERE thread_id = ${threadId}`.execute(trx);
+      await sql`DELETE FROM thread_event_counters WHERE thread_id = ${threadId}`.execute(trx);
+    });
+  }
+
   /** Every event published so far is written and notified (shutdown, tests). */
   async flush(): Promise<void> {
     for (;;) {
@@ -177,10 +186,20 @@ export class PostgresEventBus implements EventBus {
     });
   }
 
+  /**
+   * Events past the replay window go. A thread's counter row stays while the thread does
+   * (its ids must keep growing, or a client resuming after an old id would skip new events);
+   * once the thread is deleted and its events are gone, so is the counter — the backstop for
+   * a deletion whose forgetThread did not run or an event published after it.
+   */
   async #pruneOld(): Promise<void> {
     const horizon = new Date(Date.now() - (this.#options.replayWindowMs ?? 3_600_000)).toISOString();
     try {
       await sql`DELETE FROM thread_events WHERE created_at < ${horizon}`.execute(this.#options.db);
+      await sql`
+        DELETE FROM thread_event_counters c
+        WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = c.thread_id)
+          AND NOT EXISTS (SELECT 1 FROM thread_events e WHERE e.thread_id = c.thread_id)`.execute(this.#options.db);
     } catch (error) {
       this.#logger.warn({ err: error }, 'could not delete events past the replay window');
     }

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { FireRecord, FireStatus, ScheduleRecord, ScheduleRepository, ScheduleTarget } from '../../app/schedules/schedule-ports.js';
+import type { FireEnd, FireRecord, FireStatus, ScheduleRecord, ScheduleRepository, ScheduleTarget } from '../../app/schedules/schedule-ports.js';
 import type { Iso } from '../../app/ports.js';
 import type { MissedPolicy } from '../../domain/schedules/missed-policy.js';
 import { scheduleTimingSchema } from '../../domain/schedules/schedule-timing.js';
@@ -131,8 +131,13 @@ export class SqlScheduleRepository implements ScheduleRepository {
     return row !== undefined;
   }
 
-  async finishFire(id: string, end: { status: Exclude<FireStatus, 'running'>; reason?: string | null; runId?: string | null; threadId?: string | null; endedAt: Iso }): Promise<void> {
-    await this.#db
+  async getFire(scheduleId: string, scheduledFor: Iso): Promise<FireRecord | undefined> {
+    const row = await this.#db.selectFrom('schedule_fires').selectAll().where('schedule_id', '=', scheduleId).where('scheduled_for', '=', isoForDatabase(scheduledFor)).executeTakeFirst();
+    return row && toFire(row);
+  }
+
+  async finishFire(id: string, end: FireEnd, options: { onlyIfRunning?: boolean } = {}): Promise<boolean> {
+    const result = await this.#db
       .updateTable('schedule_fires')
       .set({
         status: end.status,
@@ -142,7 +147,9 @@ export class SqlScheduleRepository implements ScheduleRepository {
         ended_at: isoForDatabase(end.endedAt),
       })
       .where('id', '=', id)
-      .execute();
+      .$if(options.onlyIfRunning === true, (query) => query.where('status', '=', 'running'))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   async latestFire(scheduleId: string): Promise<FireRecord | undefined> {

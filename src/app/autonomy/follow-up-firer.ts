@@ -8,7 +8,7 @@ import { followUpMessageId, type TimerRecord } from '../../domain/autonomy/timer
 import { localDayBounds } from '../../domain/autonomy/zoned-time.js';
 import { syntheticMetadata, TRIGGER_PROMPTS } from '../../domain/message-metadata.js';
 import type { RunContext } from '../../domain/run-context.js';
-import type { DueJob } from '../job-queue.js';
+import { RetryLater, type DueJob } from '../job-queue.js';
 import { textOf } from '../../domain/message-content.js';
 import type { AgentRecord, StoredMessage } from '../ports.js';
 import type { PlanRequest } from './follow-up-scheduler.js';
@@ -19,9 +19,6 @@ import { reserveModelCall } from './model-call-budget.js';
 
 /** How early a delivery may come (clocks, polling) and still fire its timer. */
 const EARLY_TOLERANCE_MS = 1_000;
-
-/** Thrown so the job queue delivers the job again later (with its backoff). */
-class RetryLater extends Error {}
 
 /**
  * Fires follow-up timers: the job queue's handler for FOLLOW_UP_QUEUE.
@@ -170,10 +167,12 @@ export class FollowUpFirer {
       if (turn === 'answered') await this.onAnsweredByCrashedRun(agent, current, synced, log);
       return { admitted: false, reason: `turn_${turn}` };
     }
+    // Not started again: settled, so that the timer does not stay `fired` naming a run that
+    // may never have been recorded (a kill between the claim and the run's record).
     if (turn === 'absent' && (await this.refusal(current, policy, clock.now())) === 'superseded_by_user_message') {
-      return { admitted: false, reason: 'superseded_by_user_message' };
+      return this.settle(current, 'fired', 'dropped', 'superseded_by_user_message', log);
     }
-    if (!(await reserveModelCall(timers, log, policy, current, clock.now(), 'follow-up recovery'))) return { admitted: false, reason: 'budget' };
+    if (!(await reserveModelCall(timers, log, policy, current, clock.now(), 'follow-up recovery'))) return this.settle(current, 'fired', 'skipped', 'budget', log);
     await timers.transition(current.id, 'fired', 'fired', { runId: context.runId }, now);
     // Unanswered: finish the turn from its checkpoint. Absent: start it, with the same message id.
     return turn === 'unanswered' ? { admitted: true, input: null } : { admitted: true };

@@ -11,7 +11,7 @@ import { redact } from '../../domain/redaction.js';
 import type { AgentService } from '../agent-service.js';
 import type { ApprovalRecord } from '../../domain/tools/approval.js';
 import type { DueJob, JobQueue } from '../job-queue.js';
-import type { Clock } from '../ports.js';
+import type { Clock, RunRecord, StoredMessage } from '../ports.js';
 import type { RunEndEvent } from '../runs/run-request.js';
 import type { SecretBox } from '../webhooks/hook-secret-box.js';
 import type { OutboundWebhookRecord, OutboundWebhookRepository } from './outbound-ports.js';
@@ -97,10 +97,14 @@ export class OutboundWebhookService {
 
   // ---------- what goes out ----------
   /** The coordinator's run-end hook: autonomous runs only (a person watching needs no webhook). */
-  async onRunEnd(event: RunEndEvent): Promise<void> {
-    const { run } = event.outcome;
+  onRunEnd(event: RunEndEvent): Promise<void> {
+    return this.runEnded(event.outcome.run, event.outcome.messages);
+  }
+
+  /** A run ended, by its own process or by the sweep of runs whose process died; `messages`: what it added to the thread. */
+  async runEnded(run: RunRecord, messages: readonly StoredMessage[]): Promise<void> {
     if (run.trigger === 'user' || run.trigger === 'channel') return;
-    const reply = [...event.outcome.messages].reverse().find((message) => message.type === 'ai' && message.visibility === 'user');
+    const reply = [...messages].reverse().find((message) => message.type === 'ai' && message.visibility === 'user');
     await this.enqueue(run.userId, run.agentId, 'run.completed', {
       runId: run.id,
       threadId: run.threadId,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { PeriodicTask } from '../periodic-task.js';
-import type { Clock, EventBus, RunEnd, RunRecord, RunRepository } from '../ports.js';
+import type { Clock, EventBus, RunEnd, RunRecord, RunRepository, StoredMessage } from '../ports.js';
 import type { ThreadLockService } from '../thread-lock.js';
 
 /** The end recorded for a run whose process died before it could record one. */
@@ -19,9 +19,12 @@ export interface OrphanedRunSweeperDeps {
   events: EventBus;
   clock: Clock;
   logger: Logger;
-  /** Bring the run's thread projection in step with its checkpoint (what the dead run saved). */
-  syncProjection(run: RunRecord): Promise<void>;
+  /** Bring the run's thread projection in step with its checkpoint (what the dead run saved); the messages it added. */
+  syncProjection(run: RunRecord): Promise<StoredMessage[]>;
 }
+
+/** Told of each run the sweep ended, after `run.end` (e.g. outbound webhooks' `run.completed`), with the messages the sync added. */
+export type SweptRunHook = (run: RunRecord, messages: readonly StoredMessage[]) => Promise<void>;
 
 export interface OrphanedRunSweeperOptions {
   /** First pass after start (0: at once — a restarted single process has no runs of its own yet). */
@@ -47,6 +50,7 @@ export class OrphanedRunSweeper {
   readonly #deps: OrphanedRunSweeperDeps;
   readonly #options: Required<OrphanedRunSweeperOptions>;
   readonly #task: PeriodicTask<number>;
+  readonly #hooks: SweptRunHook[] = [];
 
   constructor(deps: OrphanedRunSweeperDeps, options: OrphanedRunSweeperOptions = {}) {
     this.#deps = deps;
@@ -56,6 +60,11 @@ export class OrphanedRunSweeper {
 
   start(): void {
     this.#task.start();
+  }
+
+  /** Register a hook run for each run the sweep ends (as RunCoordinator.onRunEnd for the runs it ends). */
+  onEnded(hook: SweptRunHook): void {
+    this.#hooks.push(hook);
   }
 
   stop(): Promise<void> {
@@ -75,7 +84,7 @@ export class OrphanedRunSweeper {
       const candidates = await runs.listRunning({ startedBefore, limit: this.#options.batchSize });
       for (const run of candidates) {
         if (this.#task.stopped) break;
-        if (await this.#endIfOrphaned(run)) ended += 1;
+        if (await this.endIfOrphaned(run)) ended += 1;
       }
       if (ended > 0) logger.warn({ ended, looked: candidates.length }, 'ended runs whose process had died');
     } catch (error) {
@@ -84,7 +93,12 @@ export class OrphanedRunSweeper {
     return ended;
   }
 
-  async #endIfOrphaned(candidate: RunRecord): Promise<boolean> {
+  /**
+   * End this run if it is orphaned (still `running`, its thread lock free): true when this
+   * call ended it. Also for a record that owns a run and finds it still running on recovery
+   * (a schedule fire delivered again), so that it need not wait for the next pass.
+   */
+  async endIfOrphaned(candidate: RunRecord): Promise<boolean> {
     const { runs, locks, events, clock, logger } = this.#deps;
     const lease = await locks.tryAcquire(candidate.threadId);
     if (!lease) return false; // a live run holds (or waits for) the thread: not ours to judge
@@ -92,8 +106,9 @@ export class OrphanedRunSweeper {
       const run = await runs.get(candidate.userId, candidate.id);
       if (run?.status !== 'running') return false;
       const log = logger.child({ runId: run.id, threadId: run.threadId, trigger: run.trigger });
+      let added: StoredMessage[] = [];
       try {
-        await this.#deps.syncProjection(run);
+        added = await this.#deps.syncProjection(run);
       } catch (error) {
         log.error({ err: error }, 'could not sync the projection of an orphaned run; ending it anyway');
       }
@@ -103,6 +118,9 @@ export class OrphanedRunSweeper {
       if (finished.status !== 'failed' || finished.reason !== PROCESS_ENDED_REASON) return false;
       log.warn({ startedAt: run.startedAt }, 'a run was left running by a process that died: ended as failed');
       events.publish({ type: 'run.end', threadId: run.threadId, runId: run.id, at, status: 'failed', reason: PROCESS_ENDED_REASON, error: { code: end.errorCode, message: end.errorMessage } });
+      for (const hook of this.#hooks) {
+        await hook(finished, added).catch((error: unknown) => log.error({ err: error }, 'a hook on a swept run failed'));
+      }
       return true;
     } finally {
       await lease.release();

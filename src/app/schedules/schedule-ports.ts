@@ -31,10 +31,19 @@ export interface FireRecord {
   status: FireStatus;
   /** Why it was skipped or failed: 'missed', 'overlap', an error code. */
   reason: string | null;
+  /** The fire's run: chosen when the fire is claimed, so a fire whose process died still names it. */
   runId: string | null;
   threadId: string | null;
   startedAt: Iso;
   endedAt: Iso | null;
+}
+
+export interface FireEnd {
+  status: Exclude<FireStatus, 'running'>;
+  reason?: string | null;
+  runId?: string | null;
+  threadId?: string | null;
+  endedAt: Iso;
 }
 
 export interface ScheduleRepository {
@@ -51,7 +60,13 @@ export interface ScheduleRepository {
    * another instance or an earlier delivery has it (at most once, I7).
    */
   claimFire(fire: FireRecord): Promise<boolean>;
-  finishFire(id: string, end: { status: Exclude<FireStatus, 'running'>; reason?: string | null; runId?: string | null; threadId?: string | null; endedAt: Iso }): Promise<void>;
+  /** The fire of (schedule, scheduledFor), if one was claimed. */
+  getFire(scheduleId: string, scheduledFor: Iso): Promise<FireRecord | undefined>;
+  /**
+   * Record a fire's end. With `onlyIfRunning`, only a fire still `running` is changed (a
+   * recovery never overwrites an end its own runner recorded); false when nothing changed.
+   */
+  finishFire(id: string, end: FireEnd, options?: { onlyIfRunning?: boolean }): Promise<boolean>;
   /** The latest fire of a schedule (by scheduled time), if any. */
   latestFire(scheduleId: string): Promise<FireRecord | undefined>;
   /** Whether a fire of this schedule is still running (no overlap). */
