@@ -4,8 +4,9 @@
  * and what one pending timer costs (database bytes for its row and its job, and the
  * scheduler's heap: nothing per timer is kept in memory).
  *
- * SQLite: the embedded scheduler (it sleeps until the next due time). PostgreSQL:
- * pg-boss, which polls every 0.5 s — its lag is mostly that polling.
+ * SQLite: the embedded scheduler as the server builds it (it sleeps until the next due
+ * time). PostgreSQL: pg-boss, which polls every 0.5 s — its lag is mostly that polling —
+ * and the job table vigil uses for due timers instead.
  *
  *   import { benchTimers } from './timers.bench.js';
  *   const rows = await benchTimers({ quick: false });            // PostgreSQL from VIGIL_BENCH_DATABASE_URL / VIGIL_TEST_DATABASE_URL, if it answers
@@ -20,6 +21,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import { EmbeddedJobQueue } from '../src/adapters/jobs/embedded-job-queue.js';
+import { openJobQueue } from '../src/adapters/jobs/job-queue-factory.js';
 import type { JobTables } from '../src/adapters/jobs/jobs-table.js';
 import { PgBossJobQueue, pgBossSchemaFor } from '../src/adapters/jobs/pg-boss-job-queue.js';
 import { PostgresListener } from '../src/adapters/sql/postgres-listener.js';
@@ -29,6 +31,9 @@ import type { SqlStorage } from '../src/adapters/sql/sql-storage.js';
 import { openSqliteStorage } from '../src/adapters/sql/sqlite-storage.js';
 import type { TimerTables } from '../src/adapters/sql/timer-tables.js';
 import { FOLLOW_UP_QUEUE } from '../src/app/autonomy/autonomy-dependencies.js';
+import { CHECK_IN_QUEUE } from '../src/app/check-ins/check-in-service.js';
+import { SCHEDULE_QUEUE } from '../src/app/schedules/schedule-service.js';
+import { loadConfig } from '../src/config.js';
 import type { DueJob, JobQueue } from '../src/app/job-queue.js';
 import { collectGarbage, dropSchema, enableGc, postgresProblem, round, schemaBytes, silentLogger, sqliteBytes, stats } from './util.js';
 
@@ -48,7 +53,7 @@ export interface TimerBenchOptions {
   jobTableOnly?: boolean;
   /** Handlers the job table runs at once per instance (default: the queue's own, 4). */
   jobTableConcurrency?: number;
-  /** The embedded scheduler's handlers at once, one row each (default: the queue's own, 4). */
+  /** The embedded scheduler's due timers at once, one row each (default: the server's, VIGIL_TIMER_CONCURRENCY's default). */
   embeddedConcurrency?: number[];
   /** SQLite only (no PostgreSQL rows). */
   sqliteOnly?: boolean;
@@ -97,9 +102,11 @@ async function onSqlite(pending: number, probes: number, burst: number, concurre
     const before = await sqliteBytes(file);
     const heap = await heapPerTimer(() => seedPending(storage, pending, 'sqlite'), pending);
     const bytes = (await sqliteBytes(file)) - before;
-    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger: silentLogger, ...(concurrency ? { concurrency } : {}) });
+    // As `npm start` builds it (job-queue-factory.ts): the due timers on their own scheduler, VIGIL_TIMER_CONCURRENCY at once.
+    const timerConcurrency = concurrency ?? loadConfig({}).timerConcurrency;
+    const queue = openJobQueue({ storage, databaseUrl: undefined, schema: 'main', clock, logger: silentLogger, timerConcurrency });
     const measured = await measureLag(queue, probes, burst);
-    return report(`sqlite embedded${concurrency ? ` (${concurrency} at once)` : ''}`, pending, measured, bytes / pending, heap);
+    return report(`sqlite embedded (${timerConcurrency} at once${concurrency ? '' : ', the default'})`, pending, measured, bytes / pending, heap);
   } finally {
     await storage.close();
     await rm(dir, { recursive: true, force: true });
@@ -209,6 +216,8 @@ async function measureLag(queue: JobQueue, probes: number, burst: number): Promi
   await queue.work(FOLLOW_UP_QUEUE, async (job: DueJob) => {
     if (job.payload.probe === true) delivered.set(job.key, Date.now() - Date.parse(job.dueAt));
   });
+  // The server works every due-timer queue: one claim looks at all of them.
+  for (const other of [CHECK_IN_QUEUE, SCHEDULE_QUEUE]) await queue.work(other, async () => undefined);
   await queue.start();
   const spreadMs = 3_000;
   // Scheduling finishes well before the first probe is due: the lag measured is the scheduler's, not the writer's.

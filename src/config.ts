@@ -74,7 +74,7 @@ export const configSchema = z
     VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
     // How often each instance looks for runs a dead process left `running` (and once at start).
     VIGIL_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
-    // PostgreSQL: due timers (follow-ups, check-ins, schedule fires) this instance runs at once.
+    // Due timers (follow-ups, check-ins, schedule fires) this instance runs at once, and claims per round trip (SQLite and PostgreSQL).
     VIGIL_TIMER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
     // Names this instance in /readyz and the logs; unset = a random id per start.
     VIGIL_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, . _ or -').optional(),

@@ -7,7 +7,13 @@ import type { JobTables } from '../../src/adapters/jobs/jobs-table.js';
 import { openSqliteStorage } from '../../src/adapters/sql/sqlite-storage.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import type { DueJob } from '../../src/app/job-queue.js';
+import { openJobQueue } from '../../src/adapters/jobs/job-queue-factory.js';
+import { FOLLOW_UP_QUEUE } from '../../src/app/autonomy/autonomy-dependencies.js';
+import { CHECK_IN_QUEUE } from '../../src/app/check-ins/check-in-service.js';
+import { OUTBOUND_QUEUE } from '../../src/app/outbound/outbound-webhook-service.js';
+import { SCHEDULE_QUEUE } from '../../src/app/schedules/schedule-service.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { jobQueueContract } from './job-queue.contract.js';
 
 const logger = pino({ level: 'silent' });
@@ -116,6 +122,64 @@ describe('embedded scheduler on SQLite: claims and sleeping', () => {
     await sleep(200);
     await queue.stop();
     expect(delivered).toEqual(['in-an-hour']);
+  });
+
+  it('hands out due jobs oldest first across its queues', async () => {
+    const queues = ['oldest-a', 'oldest-b', 'oldest-c'];
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger, concurrency: 1 });
+    const delivered: string[] = [];
+    for (const name of queues) await queue.work(name, async (job) => void delivered.push(job.key));
+    const now = Date.now();
+    // Minutes ago, interleaved across the queues: each key says its place in due order.
+    const order = [5, 0, 3, 8, 1, 6, 4, 2, 7];
+    for (const [index, place] of order.entries()) {
+      await queue.schedule({ queue: queues[index % 3]!, key: `due-${place}`, dueAt: new Date(now - (10 - place) * 60_000), payload: {} });
+    }
+    await queue.start();
+    await waitFor(() => delivered.length === order.length, 10_000, 'every due job');
+    await queue.stop();
+    expect(delivered).toEqual(order.map((_, place) => `due-${place}`));
+  });
+
+  it('I7: a burst due at once on several queues is delivered once per job, and every row is settled', async () => {
+    const queues = ['burst-a', 'burst-b', 'burst-c'];
+    const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger, concurrency: 8 });
+    const seen = new Map<string, number>();
+    for (const name of queues) await queue.work(name, async (job) => void seen.set(`${job.queue}/${job.key}`, (seen.get(`${job.queue}/${job.key}`) ?? 0) + 1));
+    await queue.start();
+    const dueAt = new Date(Date.now() + 200);
+    for (let index = 0; index < 90; index++) await queue.schedule({ queue: queues[index % 3]!, key: `job-${index}`, dueAt, payload: {} });
+    const jobs = storage.context.db.withTables<JobTables>();
+    const left = async () => (await jobs.selectFrom('vigil_jobs').select('id').where('queue', 'in', queues).execute()).length;
+    await waitFor(async () => seen.size === 90 && (await left()) === 0, 15_000, 'every job delivered and its row deleted');
+    await queue.stop();
+    expect([...seen.values()].every((count) => count === 1)).toBe(true);
+  });
+
+  it('runs due timers VIGIL_TIMER_CONCURRENCY at once, beside the other queues\' own few, and counts each job once', async () => {
+    // As main.ts builds it: a scheduler for the due timers and one for the rest, over one table.
+    const queue = openJobQueue({ storage, databaseUrl: undefined, schema: 'main', clock, logger, timerConcurrency: 6 });
+    const running = { timers: 0, outbound: 0 };
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const hold = (kind: keyof typeof running) => async () => {
+      running[kind]++;
+      await released;
+    };
+    for (const timerQueue of [FOLLOW_UP_QUEUE, CHECK_IN_QUEUE, SCHEDULE_QUEUE]) await queue.work(timerQueue, hold('timers'));
+    await queue.work(OUTBOUND_QUEUE, hold('outbound'));
+    await queue.start();
+    const timerQueues = [FOLLOW_UP_QUEUE, CHECK_IN_QUEUE, SCHEDULE_QUEUE];
+    for (let index = 0; index < 6; index++) {
+      await queue.schedule({ queue: timerQueues[index % 3]!, key: `timer-${index}`, dueAt: new Date(), payload: {} });
+      await queue.schedule({ queue: OUTBOUND_QUEUE, key: `delivery-${index}`, dueAt: new Date(), payload: {} });
+    }
+    // With one scheduler of 4 for every queue, six timers never run at once.
+    await waitFor(() => running.timers === 6 && running.outbound === 4, 10_000, 'six timers and four other jobs running');
+    expect(await queue.depth()).toEqual({ ready: 2, deferred: 0, active: 10 });
+    release();
+    await waitFor(() => running.outbound === 6, 10_000, 'the other jobs after the first four');
+    await queue.stop();
   });
 
   it('parks a job that keeps failing after its last attempt', async () => {

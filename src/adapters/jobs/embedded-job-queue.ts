@@ -23,7 +23,7 @@ export interface EmbeddedJobQueueOptions {
   maxAttempts?: number;
   /** Retry backoff: base × 2^(attempt-1), capped at a minute. */
   retryBaseMs?: number;
-  /** Handlers running at once in this process. */
+  /** Handlers running at once in this process, and the most jobs one claim hands out. */
   concurrency?: number;
   /**
    * PostgreSQL (several instances on one table): every change that may bring a due time
@@ -56,11 +56,14 @@ const MAX_RETRY_DELAY_MS = 60_000;
  * and one scheduler that sleeps until the next due time (or lease expiry) and wakes
  * whenever this process schedules, cancels or finishes a job — no fixed poll.
  *
- * A job is handed out by one conditional UPDATE (pending/expired → active, with this
- * worker's id and a lease), so two schedulers — even in two processes on one file —
- * never both claim it. A claim is renewed while its handler runs; a job whose process
- * died is handed out again once its lease lapses (so handlers are idempotent per key).
- * Jobs that came due while nothing ran are claimed right after start.
+ * Due jobs are handed out in batches, up to the free handler slots, by one conditional
+ * UPDATE (pending/expired → active, with this worker's id and a lease), so two schedulers
+ * — even in two processes on one file — never both claim one; the rows of jobs that
+ * finished together are deleted together. A burst of jobs due at once thus costs two
+ * writes per batch, not two per job (on SQLite each write outside a transaction is a
+ * commit). A claim is renewed while its handler runs; a job whose process died is handed
+ * out again once its lease lapses (so handlers are idempotent per key). Jobs that came
+ * due while nothing ran are claimed right after start.
  */
 export class EmbeddedJobQueue implements JobQueue {
   readonly #db: Db;
@@ -74,11 +77,13 @@ export class EmbeddedJobQueue implements JobQueue {
   readonly #workerId = randomUUID();
   readonly #handlers = new Map<string, JobHandler>();
   readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #finished: Array<{ row: JobRow; resolve: () => void; reject: (error: unknown) => void }> = [];
   #started = false;
   #stopping: Promise<void> | undefined;
   #sleep: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #pumping = false;
+  #wakeUpSet = false;
   #pumpAgain = false;
   readonly #postgres: boolean;
   readonly #wakeUps: EmbeddedJobQueueOptions['wakeUps'];
@@ -141,10 +146,14 @@ export class EmbeddedJobQueue implements JobQueue {
     return Number(result.numDeletedRows) > 0;
   }
 
+  /** The jobs of the queues this scheduler works (as pg-boss counts): another scheduler on the same table counts its own. */
   async depth(): Promise<QueueDepth> {
+    const queues = [...this.#handlers.keys()];
+    if (queues.length === 0) return { ready: 0, deferred: 0, active: 0 };
     const now = this.#now();
     const rows = await this.#db
       .selectFrom('vigil_jobs')
+      .where('queue', 'in', queues)
       .select((eb) => [
         eb.fn.countAll<number>().filterWhere((inner) => inner.and([inner('state', '=', 'pending'), inner('due_at', '<=', now)])).as('ready'),
         eb.fn.countAll<number>().filterWhere((inner) => inner.and([inner('state', '=', 'pending'), inner('due_at', '>', now)])).as('deferred'),
@@ -199,7 +208,13 @@ export class EmbeddedJobQueue implements JobQueue {
     // After the caller's transaction commits: on SQLite the read waits for the connection anyway.
     // The pump (and the sleep timer it sets) must not carry the log context of the request
     // or run that scheduled a job: every job after it would be logged with that id.
-    setImmediate(() => this.#withLogContext({}, () => void this.#pump()));
+    // One wake-up however many asked before it ran (a batch of jobs finishing together).
+    if (this.#wakeUpSet) return;
+    this.#wakeUpSet = true;
+    setImmediate(() => {
+      this.#wakeUpSet = false;
+      this.#withLogContext({}, () => void this.#pump());
+    });
   }
 
   /** Claim what is due, deliver it, then sleep until the next due time. Never runs twice at once. */
@@ -242,12 +257,7 @@ export class EmbeddedJobQueue implements JobQueue {
       const rows = await this.#db
         .updateTable('vigil_jobs')
         .set((eb) => ({ state: 'active', attempt: eb('attempt', '+', 1), claimed_by: this.#workerId, lease_until: leaseUntil, updated_at: now }))
-        .where('id', 'in', (eb) => {
-          const due = eb.selectFrom('vigil_jobs').select('id').where('queue', 'in', queues);
-          const oldest = (lapsed ? due.where('state', '=', 'active').where('lease_until', '<=', now).orderBy('lease_until') : due.where('state', '=', 'pending').where('due_at', '<=', now).orderBy('due_at')).limit(room);
-          // Several instances claim at once: each skips the rows another is claiming instead of queueing behind it.
-          return this.#postgres ? oldest.forUpdate().skipLocked() : oldest;
-        })
+        .where('id', 'in', lapsed ? this.#lapsedIds(queues, now, room) : this.#oldestDueIds(queues, now, room))
         .$call((query) => (lapsed ? query.where('state', '=', 'active').where('lease_until', '<=', now) : query.where('state', '=', 'pending').where('due_at', '<=', now)))
         .returningAll()
         .execute();
@@ -257,6 +267,29 @@ export class EmbeddedJobQueue implements JobQueue {
     return claimed;
   }
 
+  /**
+   * The ids of the `room` pending jobs due first across `queues`: the oldest of the first
+   * `room` of each queue's range of the (queue, due_at) index. `queue IN (…) ORDER BY
+   * due_at` cannot be read from that index in order, so SQLite would sort every due job of
+   * every queue at each claim: a cost that grows with the backlog, paid at every batch.
+   */
+  #oldestDueIds(queues: string[], now: string, room: number) {
+    const oldestOf = (queue: string, index: number) => {
+      const oldest = this.#db.selectFrom('vigil_jobs').select(['id', 'due_at']).where('queue', '=', queue).where('state', '=', 'pending').where('due_at', '<=', now).orderBy('due_at').limit(room);
+      // Several instances claim at once: each skips the rows another is claiming instead of queueing behind it.
+      return this.#db.selectFrom((this.#postgres ? oldest.forUpdate().skipLocked() : oldest).as(`queue_${index}`)).select(['id', 'due_at']);
+    };
+    const [first, ...others] = queues.map(oldestOf);
+    // Ordered outside the UNION ALL: one sort of the few rows it gives (ordering the compound itself makes SQLite sort each part to merge them).
+    return this.#db.selectFrom(others.reduce((union, next) => union.unionAll(next), first!).as('due')).select('id').orderBy('due_at').limit(room);
+  }
+
+  /** The ids of the `room` jobs whose claim lapsed longest ago (a few: only jobs in flight are active). */
+  #lapsedIds(queues: string[], now: string, room: number) {
+    const lapsed = this.#db.selectFrom('vigil_jobs').select('id').where('queue', 'in', queues).where('state', '=', 'active').where('lease_until', '<=', now).orderBy('lease_until').limit(room);
+    return this.#postgres ? lapsed.forUpdate().skipLocked() : lapsed;
+  }
+
   #deliver(row: JobRow): void {
     const handler = this.#handlers.get(row.queue);
     if (!handler) return; // unreachable: only registered queues are claimed
@@ -264,7 +297,7 @@ export class EmbeddedJobQueue implements JobQueue {
     const delivery = (async () => {
       try {
         await this.#withLogContext({ jobId: job.id, queue: job.queue }, () => handler(job));
-        await this.#db.deleteFrom('vigil_jobs').where('id', '=', row.id).where('claimed_by', '=', this.#workerId).where('attempt', '=', row.attempt).execute();
+        await this.#forget(row);
       } catch (error) {
         await this.#fail(row, error);
       }
@@ -280,6 +313,34 @@ export class EmbeddedJobQueue implements JobQueue {
       });
     this.#inFlight.set(row.id, delivery);
     this.#heartbeat ??= setInterval(() => void this.#renewLeases(), Math.max(50, Math.floor(this.#leaseMs / 3))).unref();
+  }
+
+  /**
+   * Deletes a finished job's row, together with every other job that finished in the same
+   * turn of the event loop: one write per batch instead of one per job, which is most of a
+   * burst's cost on SQLite (each statement outside a transaction is its own commit). The
+   * delivery stays in flight (its claim held, and renewed) until its row is gone; a crash
+   * before that hands the job out again, as a crash just after its handler always could.
+   */
+  #forget(row: JobRow): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#finished.push({ row, resolve, reject }) === 1) setImmediate(() => void this.#forgetFinished());
+    });
+  }
+
+  async #forgetFinished(): Promise<void> {
+    const batch = this.#finished.splice(0);
+    try {
+      await this.#db
+        .deleteFrom('vigil_jobs')
+        .where('claimed_by', '=', this.#workerId)
+        // Only the delivery that finished: a lapsed claim handed out again has a higher attempt.
+        .where((eb) => eb.or(batch.map(({ row }) => eb.and([eb('id', '=', row.id), eb('attempt', '=', row.attempt)]))))
+        .execute();
+      for (const finished of batch) finished.resolve();
+    } catch (error) {
+      for (const finished of batch) finished.reject(error);
+    }
   }
 
   async #fail(row: JobRow, error: unknown): Promise<void> {
@@ -326,7 +387,8 @@ export class EmbeddedJobQueue implements JobQueue {
     const due = await Promise.all(
       queues.map((queue) => this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('due_at').as('at')).where('state', '=', 'pending').where('queue', '=', queue).executeTakeFirst()),
     );
-    const lease = await this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('lease_until').as('at')).where('state', '=', 'active').executeTakeFirst();
+    // Only its own queues' claims: another scheduler on the same table renews and settles its own.
+    const lease = await this.#db.selectFrom('vigil_jobs').select((eb) => eb.fn.min('lease_until').as('at')).where('state', '=', 'active').where('queue', 'in', queues).executeTakeFirst();
     const times = ([...due.map((row) => row?.at), lease?.at] as unknown[])
       .filter((value): value is string | Date => typeof value === 'string' || value instanceof Date)
       .map((value) => Date.parse(isoFromDatabase(value)));

@@ -1,8 +1,8 @@
 /**
  * Chooses the job queue and the thread lock from the storage backend, as
  * storage-factory.ts chooses storage: on SQLite the embedded scheduler and an
- * in-process lock (one machine); on PostgreSQL pg-boss and advisory locks (several
- * instances on one database).
+ * in-process lock (one machine); on PostgreSQL the job table for due timers, pg-boss for
+ * the rest, and advisory locks (several instances on one database).
  */
 import type { Logger } from 'pino';
 import type { JobQueue } from '../../app/job-queue.js';
@@ -12,8 +12,9 @@ import { InProcessThreadLocks, type ThreadLockService } from '../../app/thread-l
 import { PostgresThreadLocks } from '../locks/postgres-thread-locks.js';
 import type { PostgresListener } from '../sql/postgres-listener.js';
 import type { SqlStorage } from '../sql/sql-storage.js';
-import { EmbeddedJobQueue } from './embedded-job-queue.js';
+import { EmbeddedJobQueue, type EmbeddedJobQueueOptions } from './embedded-job-queue.js';
 import { PgBossJobQueue, pgBossSchemaFor } from './pg-boss-job-queue.js';
+import { handOverPgBossTimers } from './pg-boss-timer-handover.js';
 import { RoutedJobQueue } from './routed-job-queue.js';
 import { FOLLOW_UP_QUEUE } from '../../app/autonomy/autonomy-dependencies.js';
 import { CHECK_IN_QUEUE } from '../../app/check-ins/check-in-service.js';
@@ -32,36 +33,37 @@ export interface JobQueueTarget {
   jobLeaseMs?: number | undefined;
   /** PostgreSQL: the instance's shared LISTEN connection (job wake-ups across instances). */
   listener?: PostgresListener | undefined;
-  /** PostgreSQL: due-timer jobs run at once (and claimed per round trip). */
+  /** Due-timer jobs run at once (and claimed per round trip), on either storage. */
   timerConcurrency?: number | undefined;
 }
 
-/** The due-timer queues: on PostgreSQL they leave pg-boss for the job table (see RoutedJobQueue). */
+/** The due-timer queues: on PostgreSQL they leave pg-boss for the job table; on SQLite they have a scheduler of their own (see RoutedJobQueue). */
 export const DUE_TIMER_QUEUES: ReadonlySet<string> = new Set([FOLLOW_UP_QUEUE, CHECK_IN_QUEUE, SCHEDULE_QUEUE]);
 
 export function openJobQueue(target: JobQueueTarget): JobQueue {
+  const embedded = (options: Partial<EmbeddedJobQueueOptions>) =>
+    new EmbeddedJobQueue({
+      context: target.storage.context,
+      clock: target.clock,
+      logger: target.logger,
+      ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
+      ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
+      ...options,
+    });
+  // Due timers run `timerConcurrency` at once, claimed as many per round trip: a burst of
+  // them due together is done in a few batches, not one job at a time (bench/timers.bench.ts).
+  const timerOptions = target.timerConcurrency ? { concurrency: target.timerConcurrency } : {};
   if (target.storage.kind === 'postgres') {
     if (!target.databaseUrl) throw new Error('PostgreSQL storage without a database URL');
     const pgBoss = new PgBossJobQueue({ connectionString: target.databaseUrl, schema: pgBossSchemaFor(target.schema), logger: target.logger, ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}) });
     if (!target.listener) return pgBoss;
-    const timers = new EmbeddedJobQueue({
-      context: target.storage.context,
-      clock: target.clock,
-      logger: target.logger,
-      wakeUps: { listener: target.listener, schema: target.schema },
-      ...(target.timerConcurrency ? { concurrency: target.timerConcurrency } : {}),
-      ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
-      ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
-    });
-    return new RoutedJobQueue(timers, DUE_TIMER_QUEUES, pgBoss);
+    const timers = embedded({ ...timerOptions, wakeUps: { listener: target.listener, schema: target.schema } });
+    const db = target.storage.context.db;
+    return new RoutedJobQueue(timers, DUE_TIMER_QUEUES, pgBoss, () => handOverPgBossTimers({ db, pgBossSchema: pgBossSchemaFor(target.schema), vigilSchema: target.schema, queues: DUE_TIMER_QUEUES, logger: target.logger }));
   }
-  return new EmbeddedJobQueue({
-    context: target.storage.context,
-    clock: target.clock,
-    logger: target.logger,
-    ...(target.withLogContext ? { withLogContext: target.withLogContext } : {}),
-    ...(target.jobLeaseMs ? { leaseMs: target.jobLeaseMs } : {}),
-  });
+  // One machine: two schedulers over the one job table, so the other queues (outbound
+  // webhooks, approvals, overlord) keep their own few at once, as pg-boss's do.
+  return new RoutedJobQueue(embedded(timerOptions), DUE_TIMER_QUEUES, embedded({}));
 }
 
 export async function openThreadLocks(target: Omit<JobQueueTarget, 'clock' | 'jobLeaseMs'>): Promise<ThreadLockService> {

@@ -1,16 +1,22 @@
 import type { JobHandler, JobQueue, QueueDepth, ScheduleJob, ScheduleOptions } from '../../app/job-queue.js';
 
 /**
- * Two job queues behind one port, chosen by queue name: on PostgreSQL the due timers
- * (follow-ups, check-ins, schedule fires) go to the job table claimed with SKIP LOCKED and
- * woken by NOTIFY — low lag whatever the backlog — and every other queue stays on pg-boss
- * (retries, long-running work, its own upkeep).
+ * Two job queues behind one port, chosen by queue name. The due timers (follow-ups,
+ * check-ins, schedule fires) get a scheduler of their own that runs many at once and
+ * claims them in batches — low lag whatever the backlog: on PostgreSQL the job table
+ * claimed with SKIP LOCKED and woken by NOTIFY, on SQLite a second embedded scheduler over
+ * the same table. Every other queue stays on pg-boss (retries, long-running work, its own
+ * upkeep) or on the embedded scheduler with its few at once.
  */
 export class RoutedJobQueue implements JobQueue {
+  #prepared: Promise<unknown> | undefined;
+
   constructor(
     private readonly timers: JobQueue,
     private readonly timerQueues: ReadonlySet<string>,
     private readonly rest: JobQueue,
+    /** Runs once before either queue starts: e.g. moving the timers an earlier routing left on `rest`. */
+    private readonly beforeStart?: () => Promise<unknown>,
   ) {}
 
   private of(queue: string): JobQueue {
@@ -30,6 +36,7 @@ export class RoutedJobQueue implements JobQueue {
   }
 
   async start(): Promise<void> {
+    await (this.#prepared ??= this.beforeStart?.() ?? Promise.resolve());
     await Promise.all([this.timers.start(), this.rest.start()]);
   }
 
