@@ -5,6 +5,7 @@ import { PREEMPTED_REASON } from '../../src/app/run-coordinator.js';
 import { FakeModelLog, tagged } from '../helpers/autonomy-fake-model.js';
 import { describePostgres, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { ALICE, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { autonomySuite } from './autonomy.suite.js';
 
@@ -36,7 +37,7 @@ describePostgres('autonomy across two instances on one PostgreSQL database', pos
     const events: Array<Record<string, any>> = [];
     socket.on('message', (data) => events.push(JSON.parse(String(data))));
     socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => events.some((event) => event.type === 'thread.subscribed'));
     return events;
   }
 
