@@ -345,11 +345,11 @@ export function checkpointCacheSuite(makeBackend: () => Promise<CacheBackend>): 
 
     // Stored checkpoints no longer carry the message list (the message log holds it), so
     // they are all small: a bound below one stored checkpoint keeps none.
-    const small = await backend.open({ maxBytes: 200 });
+    const small = await backend.open({ maxBytes: 100 });
     await runTurns(small, 'bound-big', 0, 12);
     stats = cacheStats(small);
     expect(stats.entries).toBe(0);
-    expect(stats.bytes).toBeLessThanOrEqual(200);
+    expect(stats.bytes).toBeLessThanOrEqual(100);
     const bigMisses = stats.misses;
     expectSame(await small.checkpointer.getTuple(latest('bound-big')), await reference.getTuple(latest('bound-big')));
     expect(cacheStats(small).misses).toBe(bigMisses + 1);

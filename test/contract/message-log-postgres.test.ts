@@ -34,6 +34,11 @@ describePostgres('message log: PostgreSQL', postgres, () => {
           (await client.query<{ size: string }>(`SELECT coalesce(sum(octet_length(blob)), 0) AS size FROM "${schema}".checkpoint_writes WHERE thread_id = $1 AND channel = 'messages'`, [threadId]))
             .rows[0]!.size,
         ),
+      inputBytes: async (threadId) =>
+        Number(
+          (await client.query<{ size: string }>(`SELECT coalesce(sum(octet_length(blob)), 0) AS size FROM "${schema}".checkpoint_blobs WHERE thread_id = $1 AND channel = '__start__'`, [threadId]))
+            .rows[0]!.size,
+        ),
       summaryBytes: async (threadId) =>
         Number(
           (await client.query<{ size: string }>(`SELECT coalesce(sum(octet_length(blob)), 0) AS size FROM "${schema}".checkpoint_blobs WHERE thread_id = $1 AND channel = 'summary'`, [threadId]))

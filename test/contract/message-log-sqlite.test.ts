@@ -37,6 +37,9 @@ describe('message log: SQLite', () => {
         ).size,
       messageWritesBytes: async (threadId) =>
         query<{ size: number }>("SELECT coalesce(sum(length(value)), 0) AS size FROM writes WHERE thread_id = ? AND channel = 'messages'", threadId).size,
+      inputBytes: async (threadId) =>
+        query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.__start__'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
+        query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
       summaryBytes: async (threadId) =>
         query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.summary'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
         query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,

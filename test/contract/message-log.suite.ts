@@ -21,6 +21,8 @@ export interface LogBackend {
   largestStoredMessages(threadId: string): Promise<number>;
   /** Stored bytes of the thread's pending writes to the `messages` channel. */
   messageWritesBytes(threadId: string): Promise<number>;
+  /** Bytes stored for the thread's `__start__` channel (the graph's input), over all its checkpoints (SQLite: inline, plus checkpoint_values rows; PostgreSQL: its blobs). */
+  inputBytes(threadId: string): Promise<number>;
   /** Bytes stored for the thread's `summary` channel, over all its checkpoints (SQLite: inline values and checkpoint_values rows; PostgreSQL: its blobs). */
   summaryBytes(threadId: string): Promise<number>;
   close(): Promise<void>;
@@ -101,6 +103,31 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
 
   afterAll(async () => {
     await backend.close();
+  });
+
+  it('the graph\'s input, which the input checkpoint keeps, refers to the log: a person\'s message is stored once, and reads back as MemorySaver holds it', async () => {
+    const server = await backend.open();
+    const graph = buildGraph(server.checkpointer);
+    const reference = buildGraph(new MemorySaver());
+    const input = () => ({ messages: [new HumanMessage({ id: 'long-input', content: 'a long message from a person. '.repeat(40) })] });
+    const config = { configurable: { thread_id: 'input' } };
+    await graph.invoke(input(), config);
+    await reference.invoke(input(), config);
+    expect(await backend.logRows('input')).toBe(2);
+    // A reference in place of the 1,200-character message.
+    expect(await backend.inputBytes('input')).toBeLessThan(200);
+    const inputsOf = async (saver: BaseCheckpointSaver) => {
+      const inputs: unknown[] = [];
+      for await (const tuple of saver.list(config)) {
+        const start = tuple.checkpoint.channel_values.__start__ as { messages?: BaseMessage[] } | undefined;
+        inputs.push(start?.messages?.map((message) => ({ id: message.id, content: message.content, class: message.constructor.name })) ?? null);
+      }
+      return inputs;
+    };
+    const fresh = await backend.open();
+    expect(await inputsOf(server.checkpointer)).toEqual(await inputsOf(reference.checkpointer as BaseCheckpointSaver));
+    expect(await inputsOf(fresh.checkpointer)).toEqual(await inputsOf(reference.checkpointer as BaseCheckpointSaver));
+    expect((await inputsOf(fresh.checkpointer)).filter((entry) => entry !== null)).toHaveLength(1);
   });
 
   it('stores each message once, and a checkpoint\'s reference does not grow with the thread', async () => {

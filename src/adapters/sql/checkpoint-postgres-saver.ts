@@ -16,7 +16,7 @@
  */
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import type { ChannelVersions, Checkpoint, CheckpointListOptions, CheckpointMetadata, CheckpointTuple } from '@langchain/langgraph-checkpoint';
+import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointListOptions, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import type pg from 'pg';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { checkpointStatements, checkpointTables, type CheckpointStatements } from './checkpoint-postgres-sql.js';
@@ -137,6 +137,7 @@ export class CachingPostgresSaver extends PostgresSaver {
     if (row === undefined) return undefined;
     if (row.hit && usable !== undefined) {
       this.#cache.countHit();
+      this.#log.vouch(String(thread_id), String(checkpoint_ns));
       return {
         config: { configurable: { thread_id, checkpoint_ns, checkpoint_id: row.checkpoint_id } },
         checkpoint: detach(usable.checkpoint),
@@ -226,31 +227,20 @@ export class CachingPostgresSaver extends PostgresSaver {
     // Message lists go to the thread's message log; the blob holds a reference (see message-log.ts).
     const stored = await this.#log.toStored(String(thread_id), checkpoint_ns, values, Object.keys(newVersions));
     const [serializedBlobs, serializedMetadata] = await Promise.all([this._dumpBlobs(thread_id, checkpoint_ns, stored, newVersions), metadataDump]);
-    const inserted = new Set<string>();
-    let row: { parent_checkpoint_id: string | null; digest: string } | undefined;
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      for (const serializedBlob of serializedBlobs) {
-        const result = await client.query(this.#sql.upsertBlob, serializedBlob);
-        if (result.rowCount === 1) inserted.add(blobKey(serializedBlob[2], serializedBlob[3]));
-      }
-      const result = await client.query<{ parent_checkpoint_id: string | null; digest: string }>(this.#sql.upsertCheckpoint, [
-        thread_id,
-        checkpoint_ns,
-        checkpoint.id,
-        checkpoint_id,
-        serializedCheckpoint,
-        serializedMetadata,
-      ]);
-      row = result.rows[0];
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK');
-      throw error;
-    } finally {
-      client.release();
-    }
+    const result = await this.#pool.query<{ parent_checkpoint_id: string | null; digest: string; inserted: [string, string][] }>(this.#sql.putCheckpoint, [
+      thread_id,
+      checkpoint_ns,
+      serializedBlobs.map((blob) => blob[2]),
+      serializedBlobs.map((blob) => blob[3]),
+      serializedBlobs.map((blob) => blob[4]),
+      serializedBlobs.map((blob) => blob[5] ?? null),
+      checkpoint.id,
+      checkpoint_id,
+      serializedCheckpoint,
+      serializedMetadata,
+    ]);
+    const row = result.rows[0];
+    const inserted = new Set((row?.inserted ?? []).map(([channel, version]) => blobKey(channel, version)));
     if (derivation !== undefined && address !== undefined && row !== undefined) {
       // A checkpoint the cache cannot describe exactly is simply not cached; the write
       // itself has succeeded either way.
@@ -268,6 +258,26 @@ export class CachingPostgresSaver extends PostgresSaver {
     const loaded = await this._loadWrites(writes);
     const values = await this.#log.fromStoredWrites(threadId, checkpointNs, loaded.map((write) => write[2]), { fresh });
     return loaded.map(([taskId, channel], index) => [taskId, channel, values[index]]);
+  }
+
+  /** PostgresSaver.putWrites in one statement (see putWrites in checkpoint-postgres-sql.ts). */
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    const upsert = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    const { thread_id, checkpoint_ns, checkpoint_id } = (config.configurable ?? {}) as Record<string, string | undefined>;
+    const dumped = await this._dumpWrites(String(thread_id), checkpoint_ns ?? '', String(checkpoint_id), taskId, writes);
+    // One row per idx: PostgresSaver's loop let a later write of a special channel replace
+    // an earlier one; a single statement may not touch a row twice, so the last is kept here.
+    const rows = upsert ? [...new Map(dumped.map((write) => [write[4], write])).values()] : dumped;
+    await this.#pool.query(this.#sql.putWrites(upsert), [
+      thread_id,
+      checkpoint_ns ?? '',
+      checkpoint_id,
+      taskId,
+      rows.map((write) => write[4]),
+      rows.map((write) => write[5]),
+      rows.map((write) => write[6]),
+      rows.map((write) => write[7]),
+    ]);
   }
 
   /** PostgresSaver.putWrites serialises through this: messages go to the message log first. */

@@ -100,9 +100,10 @@ export interface CheckpointStatements {
   list(where: string, limit: number | undefined): string;
   /** PostgresSaver's own query for checkpoints older than v4 (rare; kept as it is). */
   pendingSends: string;
-  upsertBlob: string;
-  /** PostgresSaver's upsert, returning what the row now holds (its parent survives a conflict). */
-  upsertCheckpoint: string;
+  /** PostgresSaver's put (blobs, then an upsert returning what the row now holds: its parent survives a conflict), in one statement. */
+  putCheckpoint: string;
+  /** PostgresSaver's putWrites in one statement. */
+  putWrites(upsert: boolean): string;
 }
 
 export function checkpointStatements(tables: CheckpointTables): CheckpointStatements {
@@ -132,15 +133,42 @@ export function checkpointStatements(tables: CheckpointTables): CheckpointStatem
       and cw.checkpoint_id = any($2)
       and cw.channel = '${TASKS}'
     group by cw.checkpoint_id`,
-    upsertBlob: `INSERT INTO ${tables.blobs} (thread_id, checkpoint_ns, channel, version, type, blob)
-  VALUES ($1, $2, $3, $4, $5, $6)
-  ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING`,
-    upsertCheckpoint: `INSERT INTO ${tables.checkpoints} AS cp (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-  VALUES ($1, $2, $3, $4, $5, $6)
+    /**
+     * PostgresSaver.put's transaction (each blob, then the checkpoint) as one statement:
+     * atomic by itself, one round trip instead of one per blob plus BEGIN and COMMIT.
+     * $1 thread, $2 namespace, $3–$6 the blobs as parallel arrays (channel, version,
+     * type, bytes), $7 checkpoint id, $8 parent id, $9 checkpoint, $10 metadata. Returns
+     * the row's parent and digest, and which blobs were inserted (not already there).
+     */
+    putCheckpoint: `WITH blobs AS (
+  INSERT INTO ${tables.blobs} (thread_id, checkpoint_ns, channel, version, type, blob)
+  SELECT $1, $2, b.channel, b.version, b.type, b.blob
+    FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[]) AS b(channel, version, type, blob)
+  ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+  RETURNING channel, version
+), saved AS (
+  INSERT INTO ${tables.checkpoints} AS cp (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+  VALUES ($1, $2, $7, $8, $9, $10)
   ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
   DO UPDATE SET
     checkpoint = EXCLUDED.checkpoint,
     metadata = EXCLUDED.metadata
-  RETURNING cp.parent_checkpoint_id, ${rowDigest('cp')} AS digest`,
+  RETURNING cp.parent_checkpoint_id, ${rowDigest('cp')} AS digest
+)
+SELECT saved.parent_checkpoint_id, saved.digest,
+  (SELECT coalesce(json_agg(json_build_array(blobs.channel, blobs.version)), '[]'::json) FROM blobs) AS inserted
+FROM saved`,
+    /**
+     * PostgresSaver.putWrites's transaction (one insert per write) as one statement.
+     * $1 thread, $2 namespace, $3 checkpoint id, $4 task id, $5–$8 the writes as parallel
+     * arrays (idx, channel, type, bytes). `upsert`: writes of the special channels
+     * replace what is there, as PostgresSaver's UPSERT does; other writes never do.
+     */
+    putWrites: (upsert: boolean) => `INSERT INTO ${tables.writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
+  SELECT $1, $2, $3, $4, w.idx, w.channel, w.type, w.blob
+    FROM unnest($5::integer[], $6::text[], $7::text[], $8::bytea[]) AS w(idx, channel, type, blob)
+  ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${
+    upsert ? 'DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob' : 'DO NOTHING'
+  }`,
   };
 }

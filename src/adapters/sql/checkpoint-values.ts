@@ -136,9 +136,21 @@ export function detach<T>(value: T): T {
   return detachValue(value) as T;
 }
 
+/** Prototypes of class instances detach shares (LangChain messages above all), learnt as they are met. */
+const sharedPrototypes = new WeakSet<object>();
+
 function detachValue(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
-  if (Array.isArray(value)) return value.map(detachValue);
+  if (Array.isArray(value)) {
+    // A thread's message list: a pointer copy, with a shared instance told apart by its
+    // prototype alone (the full check below per message was most of a long thread's read).
+    const copy = value.slice();
+    for (let index = 0; index < copy.length; index++) {
+      const item: unknown = copy[index];
+      if (typeof item === 'object' && item !== null && !sharedPrototypes.has(Object.getPrototypeOf(item) as object)) copy[index] = detachValue(item);
+    }
+    return copy;
+  }
   const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype === Object.prototype || prototype === null) {
     const copy: Record<string, unknown> = prototype === null ? (Object.create(null) as Record<string, unknown>) : {};
@@ -157,6 +169,7 @@ function detachValue(value: unknown): unknown {
   if (Buffer.isBuffer(value)) return Buffer.from(value);
   if (value instanceof Uint8Array) return new Uint8Array(value);
   if (value instanceof RegExp) return new RegExp(value.source, value.flags);
+  if (prototype !== null && typeof prototype === 'object') sharedPrototypes.add(prototype);
   return value;
 }
 

@@ -134,6 +134,7 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
       ) as ProbeRow | undefined;
       if (probe !== undefined && isStill(held, probe)) {
         this.#cache.countHit();
+        this.#log?.vouch(address.threadId, address.checkpointNs);
         return this.#tupleFromCache(config, address, held, probe);
       }
       // Not the stored checkpoint any more (or its row was rewritten): drop it, so the read below can take its place.

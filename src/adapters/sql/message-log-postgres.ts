@@ -79,6 +79,45 @@ export class PostgresMessageLogStore implements MessageLogStore {
     }
   }
 
+  /**
+   * latest and append in one round trip: each row's seq, the stored one where the newest
+   * version of its message is these very bytes, else a new one. Rows must have distinct
+   * message ids (the caller's general path handles the rest).
+   */
+  async appendMissing(threadId: string, checkpointNs: string, rows: readonly NewLogRow[]): Promise<number[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.#pool.query<{ ord: string; seq: number }>(
+          `WITH input AS (
+             SELECT * FROM unnest($3::text[], $4::text[], $5::bytea[]) WITH ORDINALITY AS r(id, type, value, ord)
+           ), newest AS (
+             SELECT DISTINCT ON (message_id) seq, message_id, type, value FROM ${this.#table}
+             WHERE thread_id = $1 AND checkpoint_ns = $2 AND message_id = ANY($3::text[])
+             ORDER BY message_id, seq DESC
+           ), matched AS (
+             SELECT input.ord, newest.seq FROM input JOIN newest ON newest.message_id = input.id AND newest.type = input.type AND newest.value = input.value
+           ), fresh AS (
+             SELECT input.*, row_number() OVER (ORDER BY input.ord) AS n FROM input WHERE input.ord NOT IN (SELECT ord FROM matched)
+           ), inserted AS (
+             INSERT INTO ${this.#table} (thread_id, checkpoint_ns, seq, message_id, type, value)
+             SELECT $1, $2, last.seq + fresh.n, fresh.id, fresh.type, fresh.value
+             FROM (SELECT coalesce(max(seq), 0) AS seq FROM ${this.#table} WHERE thread_id = $1 AND checkpoint_ns = $2) last, fresh
+             RETURNING seq, message_id
+           )
+           SELECT matched.ord, matched.seq FROM matched
+           UNION ALL
+           SELECT input.ord, inserted.seq FROM inserted JOIN input ON input.id = inserted.message_id`,
+          [threadId, checkpointNs, rows.map((row) => row.messageId), rows.map((row) => row.type), rows.map((row) => Buffer.from(row.value))],
+        );
+        const seqs = new Array<number>(rows.length);
+        for (const row of result.rows) seqs[Number(row.ord) - 1] = row.seq;
+        return seqs;
+      } catch (error) {
+        if ((error as { code?: string }).code !== UNIQUE_VIOLATION || attempt >= APPEND_ATTEMPTS) throw error;
+      }
+    }
+  }
+
   async messageIdAt(threadId: string, checkpointNs: string, seq: number): Promise<string | undefined> {
     const result = await this.#pool.query<{ message_id: string }>(`SELECT message_id FROM ${this.#table} WHERE thread_id = $1 AND checkpoint_ns = $2 AND seq = $3`, [
       threadId,

@@ -57,6 +57,12 @@ export interface MessageLogStore {
   latest(threadId: string, checkpointNs: string, messageIds: readonly string[]): Promise<LoggedRow[]>;
   /** Appends the rows in order and returns their seqs. */
   append(threadId: string, checkpointNs: string, rows: readonly NewLogRow[]): Promise<number[]>;
+  /**
+   * latest and append at once, where a backend can do it in one round trip: each row's
+   * seq, the stored one where the newest version of its message has these bytes, else a
+   * new one. Rows have distinct message ids.
+   */
+  appendMissing?(threadId: string, checkpointNs: string, rows: readonly NewLogRow[]): Promise<number[]>;
   /** The message id stored at `seq`, if the row exists. */
   messageIdAt(threadId: string, checkpointNs: string, seq: number): Promise<string | undefined>;
 }
@@ -81,7 +87,12 @@ interface ThreadLog {
    * matched by identity (a pointer compare per message) instead of a lookup per message.
    */
   last: { list: readonly unknown[]; seqs: readonly number[] } | undefined;
+  /** When memory was last found to describe the stored log (performance.now()). */
+  checkedAt?: number;
 }
+
+/** How long a check of memory is trusted by writes (see #threadLog). */
+const WRITE_TRUST_MS = 5_000;
 
 export class MessageLog {
   readonly #store: MessageLogStore;
@@ -99,30 +110,53 @@ export class MessageLog {
     this.#limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
-  /** The checkpoint's channel values with each loggable message list written to the log and replaced by its reference. */
+  /**
+   * The checkpoint's channel values with each loggable message list written to the log and
+   * replaced by its reference; also a list one level down, in a plain object (the graph's
+   * input, `{ messages: [...] }`, which the input checkpoint keeps in `__start__`: a second
+   * copy of the person's message otherwise).
+   */
   async toStored(threadId: string, checkpointNs: string, values: Record<string, unknown>, channels?: Iterable<string>): Promise<Record<string, unknown>> {
     const names = channels === undefined ? Object.keys(values) : [...channels].filter((name) => name in values);
-    const lists = names.filter((name) => Array.isArray(values[name]) && (values[name] as unknown[]).length > 0);
-    if (lists.length === 0) return values;
+    const lists = names.filter((name) => isNonEmptyList(values[name]));
+    const records = names.filter((name) => isPlainRecord(values[name]) && Object.values(values[name]).some(isNonEmptyList));
+    if (lists.length === 0 && records.length === 0) return values;
     return this.#serialized(key(threadId, checkpointNs), async () => {
-      const log = await this.#threadLog(threadId, checkpointNs);
+      const log = await this.#threadLog(threadId, checkpointNs, 'write');
+      const refOf = async (list: unknown[]) => {
+        const seqs = await this.#write(threadId, checkpointNs, log, list);
+        return seqs === undefined ? list : { [MESSAGE_LOG_REF]: toRanges(seqs) };
+      };
       const stored = { ...values };
-      for (const name of lists) {
-        const seqs = await this.#write(threadId, checkpointNs, log, values[name] as unknown[]);
-        if (seqs !== undefined) stored[name] = { [MESSAGE_LOG_REF]: toRanges(seqs) };
+      // Records first: the thread's own list is then the one memory last saw (knownPrefix).
+      for (const name of records) {
+        const record = { ...(values[name] as Record<string, unknown>) };
+        for (const [field, value] of Object.entries(record)) if (isNonEmptyList(value)) record[field] = await refOf(value);
+        stored[name] = record;
       }
+      for (const name of lists) stored[name] = await refOf(values[name] as unknown[]);
       return stored;
     });
   }
 
-  /** The channel values with every log reference replaced by the list it stands for. */
+  /** The channel values with every log reference replaced by the list it stands for (one level down too, see toStored). */
   async fromStored(threadId: string, checkpointNs: string, values: Record<string, unknown>, options: { fresh?: boolean } = {}): Promise<Record<string, unknown>> {
     const refs = Object.keys(values).filter((name) => rangesOf(values[name]) !== undefined);
-    if (refs.length === 0) return values;
+    const records = Object.keys(values).filter((name) => isPlainRecord(values[name]) && Object.values(values[name]).some((value) => rangesOf(value) !== undefined));
+    if (refs.length === 0 && records.length === 0) return values;
     return this.#serialized(key(threadId, checkpointNs), async () => {
       // Fresh: every message from its row, nothing from or into memory (checks of what is stored).
       const log = options.fresh === true ? emptyLog() : await this.#threadLog(threadId, checkpointNs);
       const restored = { ...values };
+      // Records first, as in toStored.
+      for (const name of records) {
+        const record = { ...(values[name] as Record<string, unknown>) };
+        for (const [field, value] of Object.entries(record)) {
+          const ranges = rangesOf(value);
+          if (ranges !== undefined) record[field] = await this.#read(threadId, checkpointNs, log, ranges);
+        }
+        restored[name] = record;
+      }
       for (const name of refs) restored[name] = await this.#read(threadId, checkpointNs, log, rangesOf(values[name])!);
       return restored;
     });
@@ -142,7 +176,7 @@ export class MessageLog {
     const kinds = values.map(kindOf);
     if (kinds.every((kind) => kind === 'other')) return [...values];
     return this.#serialized(key(threadId, checkpointNs), async () => {
-      const log = await this.#threadLog(threadId, checkpointNs);
+      const log = await this.#threadLog(threadId, checkpointNs, 'write');
       const stored: unknown[] = [];
       for (const [index, value] of values.entries()) {
         if (kinds[index] === 'one') {
@@ -171,6 +205,15 @@ export class MessageLog {
       }
       return restored;
     });
+  }
+
+  /**
+   * The saver read the thread's latest checkpoint and found it is the one it holds (its
+   * cache's probe): the log is as memory knows it, since it changes only with checkpoints.
+   */
+  vouch(threadId: string, checkpointNs: string): void {
+    const log = this.#threads.get(key(threadId, checkpointNs));
+    if (log !== undefined) log.checkedAt = performance.now();
   }
 
   /** Drops what memory holds for a thread (its rows are being deleted). */
@@ -209,6 +252,17 @@ export class MessageLog {
     // not match its row and be written a second time.
     const dumped = await Promise.all(unknown.map((index) => this.#canonical(list[index]!)));
     const ids = unknown.map((index) => list[index]!.id as string);
+    if (this.#store.appendMissing !== undefined && new Set(ids).size === ids.length) {
+      const found = await this.#store.appendMissing(
+        threadId,
+        checkpointNs,
+        unknown.map((_, position) => ({ messageId: ids[position]!, type: dumped[position]![0], value: dumped[position]![1] })),
+      );
+      unknown.forEach((index, position) => {
+        seqs[index] = found[position]!;
+      });
+      return this.#learn(log, list, values, seqs, unknown, dumped, ids);
+    }
     const existing = new Map((await this.#store.latest(threadId, checkpointNs, [...new Set(ids)])).map((row) => [row.messageId, row]));
     const toAppend: { index: number; row: NewLogRow }[] = [];
     unknown.forEach((index, position) => {
@@ -225,6 +279,11 @@ export class MessageLog {
         seqs[entry.index] = appended[position]!;
       });
     }
+    return this.#learn(log, list, values, seqs, unknown, dumped, ids);
+  }
+
+  /** Memory after a write: what each newly logged message is, and the list as written. */
+  #learn(log: ThreadLog, list: readonly BaseMessage[], values: readonly unknown[], seqs: number[], unknown: readonly number[], dumped: readonly [string, Uint8Array, BaseMessage][], ids: readonly string[]): number[] {
     // Memory holds what a read would return (a loaded copy), never the caller's instance.
     for (const [position, index] of unknown.entries()) {
       const seq = seqs[index]!;
@@ -270,16 +329,22 @@ export class MessageLog {
   }
 
   /** The thread's memory, after checking it still describes the stored log. */
-  async #threadLog(threadId: string, checkpointNs: string): Promise<ThreadLog> {
+  async #threadLog(threadId: string, checkpointNs: string, use: 'read' | 'write' = 'read'): Promise<ThreadLog> {
     const name = key(threadId, checkpointNs);
     let log = this.#threads.get(name);
     if (log !== undefined) {
       this.#threads.delete(name);
       const anchor = log.anchor;
-      if (anchor !== undefined && (await this.#store.messageIdAt(threadId, checkpointNs, anchor.seq)) !== anchor.messageId) {
+      // A write trusts a check made moments ago. A run's writes follow LangGraph's read of
+      // the thread at the run's start (a check here, or a cache hit that the saver's probe
+      // confirmed: see vouch), under the thread's lock; on PostgreSQL each check is a round
+      // trip, and a turn made four. Reads always check: a read is how a process learns that
+      // a thread was deleted and started again elsewhere.
+      const trusted = use === 'write' && log.checkedAt !== undefined && performance.now() - log.checkedAt < WRITE_TRUST_MS;
+      if (!trusted && anchor !== undefined && (await this.#store.messageIdAt(threadId, checkpointNs, anchor.seq)) !== anchor.messageId) {
         this.#messages -= log.bySeq.size;
         log = undefined;
-      }
+      } else if (!trusted) log.checkedAt = performance.now();
     }
     log ??= emptyLog();
     // maxThreads 0: no memory at all (each call starts empty), for reference readers.
@@ -329,6 +394,16 @@ function knownPrefix(last: ThreadLog['last'], values: readonly unknown[]): numbe
 
 function key(threadId: string, checkpointNs: string): string {
   return JSON.stringify([threadId, checkpointNs]);
+}
+
+function isNonEmptyList(value: unknown): value is unknown[] {
+  return Array.isArray(value) && value.length > 0;
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return (prototype === Object.prototype || prototype === null) && rangesOf(value) === undefined && oneOf(value) === undefined;
 }
 
 /** A LangChain message with a string id. */

@@ -12,6 +12,7 @@ import type {
 } from '../../app/ports.js';
 import { VigilError } from '../../domain/errors.js';
 import type { Visibility } from '../../domain/message-metadata.js';
+import { appendInOneStatement, type CounterChange } from './append-messages-postgres.js';
 import { decodeMessageCursor, decodeThreadCursor, encodeMessageCursor, encodeThreadCursor } from './cursor.js';
 import type { Database, SqlContext, ThreadMessagesTable, ThreadsTable } from './database.js';
 import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
@@ -77,6 +78,12 @@ export class SqlThreadRepository implements ThreadRepository {
 
   async appendMessages(threadId: string, messages: NewStoredMessage[], now: Iso): Promise<StoredMessage[]> {
     const updatedAt = isoForDatabase(now);
+    if (this.#context.dialect === 'postgres' && messages.length > 0 && messages.length <= BATCH_SIZE && new Set(messages.map((message) => message.id)).size === messages.length) {
+      // The common case in one round trip (append-messages-postgres.ts); anything unusual takes the path below.
+      const rows = messages.map((message) => messageRow(threadId, message, 0));
+      const first = await appendInOneStatement(this.#context.db, threadId, rows, counterChange(rows, messages, updatedAt));
+      if (first !== undefined) return rows.map((row, index) => toStoredMessage({ ...row, seq: first + index }));
+    }
     return this.#context.transaction(async (trx) => {
       // FOR UPDATE makes concurrent appends to one thread queue here on PostgreSQL; SQLite
       // has a single writer (and one connection) already.
@@ -91,27 +98,14 @@ export class SqlThreadRepository implements ThreadRepository {
       const fresh = await withoutStored(trx, threadId, messages);
       if (fresh.length === 0) return [];
 
-      let seq = thread.message_count;
-      const rows: MessageRow[] = fresh.map((message) => ({
-        thread_id: threadId,
-        seq: seq++,
-        message_id: message.id,
-        type: message.type,
-        content: encodeJson(message.content),
-        additional_kwargs: encodeJson(message.additionalKwargs),
-        response_metadata: encodeJson(message.responseMetadata),
-        visibility: message.visibility,
-        run_id: message.runId,
-        preview: message.preview,
-        created_at: isoForDatabase(message.createdAt),
-      }));
+      const rows = fresh.map((message, index) => messageRow(threadId, message, thread.message_count + index));
       for (let start = 0; start < rows.length; start += BATCH_SIZE) {
         await trx.insertInto('thread_messages').values(rows.slice(start, start + BATCH_SIZE)).execute();
       }
 
       await trx
         .updateTable('threads')
-        .set(counterUpdate(thread, rows, fresh, updatedAt))
+        .set(counterUpdate(thread, rows, counterChange(rows, fresh, updatedAt)))
         .where('id', '=', threadId)
         .execute();
       // Decoded from what was written, so the caller sees exactly what history will return.
@@ -188,26 +182,44 @@ async function withoutStored(trx: Transaction<Database>, threadId: string, messa
   });
 }
 
-function counterUpdate(
-  thread: Pick<Selectable<ThreadsTable>, 'message_count' | 'visible_count' | 'last_user_activity_at'>,
-  rows: MessageRow[],
-  fresh: NewStoredMessage[],
-  updatedAt: string,
-) {
+function messageRow(threadId: string, message: NewStoredMessage, seq: number): MessageRow {
+  return {
+    thread_id: threadId,
+    seq,
+    message_id: message.id,
+    type: message.type,
+    content: encodeJson(message.content),
+    additional_kwargs: encodeJson(message.additionalKwargs),
+    response_metadata: encodeJson(message.responseMetadata),
+    visibility: message.visibility,
+    run_id: message.runId,
+    preview: message.preview,
+    created_at: isoForDatabase(message.createdAt),
+  };
+}
+
+/** What appending these rows changes in the thread's counters, whatever they hold now. */
+function counterChange(rows: readonly MessageRow[], messages: readonly NewStoredMessage[], updatedAt: string): CounterChange {
   const visibleRows = rows.filter((row) => row.visibility === 'user');
   const lastVisible = visibleRows.at(-1);
-  // I2: only a real person's message is user activity; it never moves backwards.
-  let lastUserActivityAt = thread.last_user_activity_at === null ? null : isoFromDatabase(thread.last_user_activity_at);
+  // I2: only a real person's message is user activity.
+  let userActivityAt: string | null = null;
   rows.forEach((row, index) => {
-    if (fresh[index]?.isRealUserMessage !== true) return;
-    if (lastUserActivityAt === null || row.created_at > lastUserActivityAt) lastUserActivityAt = row.created_at;
+    if (messages[index]?.isRealUserMessage === true && (userActivityAt === null || row.created_at > userActivityAt)) userActivityAt = row.created_at;
   });
+  return { visibleAdded: visibleRows.length, updatedAt, userActivityAt, lastVisible: lastVisible === undefined ? null : { preview: lastVisible.preview, at: lastVisible.created_at } };
+}
+
+function counterUpdate(thread: Pick<Selectable<ThreadsTable>, 'message_count' | 'visible_count' | 'last_user_activity_at'>, rows: readonly MessageRow[], change: CounterChange) {
+  // User activity never moves backwards.
+  const before = thread.last_user_activity_at === null ? null : isoFromDatabase(thread.last_user_activity_at);
+  const lastUserActivityAt = change.userActivityAt === null || (before !== null && before >= change.userActivityAt) ? before : change.userActivityAt;
   return {
     message_count: thread.message_count + rows.length,
-    visible_count: thread.visible_count + visibleRows.length,
-    updated_at: updatedAt,
+    visible_count: thread.visible_count + change.visibleAdded,
+    updated_at: change.updatedAt,
     last_user_activity_at: lastUserActivityAt,
-    ...(lastVisible === undefined ? {} : { last_visible_preview: lastVisible.preview, last_visible_at: lastVisible.created_at }),
+    ...(change.lastVisible === null ? {} : { last_visible_preview: change.lastVisible.preview, last_visible_at: change.lastVisible.at }),
   };
 }
 

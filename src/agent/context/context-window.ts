@@ -107,12 +107,16 @@ export class ContextWindow {
     const basePrompt = inputOptions.systemPrompt ?? run.systemPrompt;
     // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
     const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
-    // Stale envelopes never reach the model (envelope-injection.ts); they take no room either.
-    const kept = state.messages.filter((message) => !hasEnvelopeMarker(message));
-
     let summary = state.summary;
     let coverage = state.summaryCoverage;
-    let covered = coveredCount(kept, coverage, log);
+    // Only what the summary does not cover is read (a long thread's folded past is not
+    // walked on every call). Stale envelopes never reach the model (envelope-injection.ts);
+    // they take no room either.
+    const from = uncoveredStart(state.messages, coverage, log);
+    const kept = state.messages.slice(from).filter((message) => !hasEnvelopeMarker(message));
+    // Messages the summary already covered before this call, in the count coverage keeps.
+    const priorCovered = from > 0 ? (coverage?.messageCount ?? 0) : 0;
+    let covered = 0;
     let items = kept.slice(covered).map((message) => this.fitItem(message));
     let update: SummaryUpdate | undefined;
 
@@ -131,7 +135,7 @@ export class ContextWindow {
           coverage = {
             firstMessageId: first,
             lastMessageId: folded.at(-1)!.id ?? '',
-            messageCount: covered + count,
+            messageCount: priorCovered + covered + count,
             folds: (coverage?.folds ?? 0) + 1,
             updatedAt: this.deps.clock.now().toISOString(),
             model: budget.summaryModel ?? run.model,
@@ -141,7 +145,7 @@ export class ContextWindow {
           update = { summary, summaryCoverage: coverage };
           covered += count;
           items = items.slice(count);
-          log.info({ folded: count, covered, folds: coverage.folds, summaryTokens: coverage.tokens, model: coverage.model }, 'older messages folded into the conversation summary');
+          log.info({ folded: count, covered: priorCovered + covered, folds: coverage.folds, summaryTokens: coverage.tokens, model: coverage.model }, 'older messages folded into the conversation summary');
         } catch (error) {
           if (config.signal?.aborted) throw error;
           // The turn still gets its answer from the recent messages; the next turn tries the fold again.
@@ -181,12 +185,12 @@ export class ContextWindow {
       system: { text: systemText, tokens: systemTokens },
       envelope: { shown: input.envelope !== undefined, tokens: input.envelope !== undefined ? envelopeTokens : 0 },
       summary: summary ? { text: summary, tokens: summaryTokens, coverage } : null,
-      messages: { inThread: kept.length, summarized: covered, trimmed: recent.length - window.length, window: windowReport, tokens: messageTokens },
+      messages: { inThread: priorCovered + kept.length, summarized: priorCovered + covered, trimmed: recent.length - window.length, window: windowReport, tokens: messageTokens },
       inputTokens,
     };
     if (mayFold !== false) this.deps.onModelInput?.(run.runId, modelInputRecordOf(report, this.deps.clock.now().toISOString(), run.model));
     if (inputTokens > inputLimit) log.error({ inputTokens, inputLimit }, 'model input over the context budget');
-    log.debug({ inputTokens, inputLimit, maxTokens: budget.maxTokens, window: window.length, summarized: covered, trimmed: report.messages.trimmed }, 'model context fitted');
+    log.debug({ inputTokens, inputLimit, maxTokens: budget.maxTokens, window: window.length, summarized: priorCovered + covered, trimmed: report.messages.trimmed }, 'model context fitted');
     return {
       messages: input.messages,
       envelope: input.envelope,
@@ -266,9 +270,10 @@ export class ContextWindow {
   }
 }
 
-function coveredCount(kept: readonly BaseMessage[], coverage: SummaryCoverage | null, log: Logger): number {
+/** The index of the first message the summary does not cover (searched from the end: the uncovered part is the short one). */
+function uncoveredStart(messages: readonly BaseMessage[], coverage: SummaryCoverage | null, log: Logger): number {
   if (!coverage) return 0;
-  for (let index = kept.length - 1; index >= 0; index--) if (kept[index]!.id === coverage.lastMessageId) return index + 1;
+  for (let index = messages.length - 1; index >= 0; index--) if (messages[index]!.id === coverage.lastMessageId) return index + 1;
   // The covered message was replaced or removed: show every message again beside the summary rather than lose one.
   log.warn({ lastMessageId: coverage.lastMessageId }, 'the summary covers a message no longer in the thread; fitting from the start');
   return 0;

@@ -66,6 +66,10 @@ function isOnePiece(piece: string): boolean {
   return match !== null && match.index === 0 && match[0] === piece;
 }
 
+/** Texts this long or longer are remembered whole, the last RECENT_TEXTS of them. */
+const RECENT_TEXT_MIN_LENGTH = 256;
+const RECENT_TEXTS = 16;
+
 export interface MessageTokens {
   tokens: number;
   /** With media parts replaced by the placeholder; absent when the message has none. */
@@ -75,12 +79,23 @@ export interface MessageTokens {
 export class TokenCounter {
   /** Counts of stored messages by id: a message in a checkpoint does not change under its id. */
   private readonly cache = new Map<string, MessageTokens & { key: string }>();
+  /** Counts of the last long texts, whole (see text()). */
+  private readonly recentTexts = new Map<string, number>();
 
   constructor(private readonly cacheSize = 20_000) {}
 
   text(text: string): number {
     if (text.length === 0) return 0;
-    return countText(text);
+    if (text.length < RECENT_TEXT_MIN_LENGTH) return countText(text);
+    // A call's system prompt is counted several times while its input is fitted (alone,
+    // with the summary, in the final input): the last few long texts are remembered whole.
+    let count = this.recentTexts.get(text);
+    if (count === undefined) {
+      count = countText(text);
+      if (this.recentTexts.size >= RECENT_TEXTS) this.recentTexts.delete(this.recentTexts.keys().next().value!);
+      this.recentTexts.set(text, count);
+    }
+    return count;
   }
 
   /** The first `maxTokens` tokens of a text. */

@@ -185,8 +185,11 @@ function signaturesOfTurn(messages: readonly BaseMessage[]): Map<string, number>
  * model call only: the saved history keeps what happened.
  */
 export function closeDanglingToolCalls(messages: readonly BaseMessage[]): BaseMessage[] {
-  // Most threads: no tool call at all, or none left open; one cheap pass says so.
-  if (!messages.some((message) => AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0)) return [...messages];
+  // Most threads: no tool call at all, or none left open; one cheap pass says so (a
+  // property read per message: on a long thread, isInstance per message cost more than
+  // the rest of the model call's preparation). The list is handed on as it is: nothing
+  // downstream changes it.
+  if (!messages.some((message) => ((message as Partial<AIMessage>).tool_calls?.length ?? 0) > 0)) return messages as BaseMessage[];
   const answered = new Set(messages.filter(ToolMessage.isInstance).map((message) => message.tool_call_id));
   const result: BaseMessage[] = [];
   for (const [index, message] of messages.entries()) {

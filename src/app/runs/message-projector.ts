@@ -31,10 +31,30 @@ export class MessageProjector {
    * (`message.end`'s `metadata.streamedAs`); given only when it is unambiguous.
    */
   async project(context: RunContext, messages: readonly BaseMessage[], runId: string, streamedAs?: string): Promise<StoredMessage[]> {
-    const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
-    if (!thread || messages.length <= thread.messageCount) return [];
+    return (await this.projectTail(context, messages, runId, { streamedAs })).stored;
+  }
+
+  /**
+   * project, for a caller that holds the thread's lock and already knows how many messages
+   * the projection holds (`knownCount`, from this method's last answer): no read of the
+   * thread first. Returns the count the projection holds after.
+   */
+  async projectTail(
+    context: RunContext,
+    messages: readonly BaseMessage[],
+    runId: string,
+    options: { streamedAs?: string | undefined; knownCount?: number | undefined },
+  ): Promise<{ stored: StoredMessage[]; messageCount: number }> {
+    const { streamedAs } = options;
+    let count = options.knownCount;
+    if (count === undefined) {
+      const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
+      if (!thread) return { stored: [], messageCount: 0 };
+      count = thread.messageCount;
+    }
+    if (messages.length <= count) return { stored: [], messageCount: count };
     const now = this.deps.clock.now().toISOString();
-    const fresh = messages.slice(thread.messageCount).map((message) => projectMessage(message, runId, now));
+    const fresh = messages.slice(count).map((message) => projectMessage(message, runId, now));
     for (const { row, classification } of fresh) {
       if (classification.unknownTriggerType !== undefined) {
         this.deps.logger.warn({ threadId: context.threadId, runId, messageId: row.id, triggerType: classification.unknownTriggerType }, 'Invalid trigger type on a synthetic message');
@@ -45,6 +65,7 @@ export class MessageProjector {
       }
     }
     const stored = await this.deps.storage.threads.appendMessages(context.threadId, fresh.map((entry) => entry.row), now);
+    const last = stored.at(-1);
     const replies = stored.filter((message) => message.type === 'ai' && message.visibility === 'user');
     const linked = streamedAs !== undefined && replies.length === 1 ? replies[0] : undefined;
     for (const message of stored) {
@@ -66,6 +87,7 @@ export class MessageProjector {
         },
       });
     }
-    return stored;
+    // Seqs count from 0: the last one stored says how many the projection holds now.
+    return { stored, messageCount: last === undefined ? count : Math.max(count, last.seq + 1) };
   }
 }

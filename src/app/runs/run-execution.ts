@@ -67,6 +67,10 @@ export class RunExecution {
   /** How the last failed attempt failed, and why the run stopped retrying. */
   private lastFailure: ModelFailure | undefined;
   private gaveUp: string | undefined;
+  /** How many messages the thread's projection holds, once this run has read or written it (it holds the thread's lock). */
+  private projectionCount: number | undefined;
+  /** Whether the last attempt's graph stopped at interrupt(). */
+  private interrupted = false;
   /** Stream ids whose deltas were sent but whose message has not reached state yet. */
   private readonly unlanded = new Set<string>();
 
@@ -129,13 +133,14 @@ export class RunExecution {
       this.attempts += 1;
       this.streamedThisAttempt = false;
       try {
-        await streamAttempt(
+        const end = await streamAttempt(
           this.registered,
           graphInput,
           { ...runConfig(this.settings), ...(this.callbacks ? { callbacks: this.callbacks } : {}) },
-          { onValues: (values) => this.onValues(values), onReplyChunk: (message, metadata) => this.onReplyChunk(message, metadata) },
+          { onValues: (values) => this.onValues(values), onReplyChunk: (message, callId) => this.onReplyChunk(message, callId) },
           { signal: this.controller.signal, stallTimeoutMs: this.deps.stallTimeoutMs },
         );
+        this.interrupted = end.interrupted;
         return;
       } catch (error) {
         this.retractUnlanded(this.controller.signal.aborted ? reasonOf(this.controller.signal) : 'the model call failed');
@@ -171,9 +176,11 @@ export class RunExecution {
     // A step that added messages has ended: what its model streamed is in state now.
     const streamedAs = this.unlanded.size === 1 ? [...this.unlanded][0] : undefined;
     this.unlanded.clear();
-    this.projected.push(...(await this.deps.projector.project(this.context, messages, this.runId, streamedAs)));
+    const projection = await this.deps.projector.projectTail(this.context, messages, this.runId, { streamedAs, knownCount: this.projectionCount });
+    this.projected.push(...projection.stored);
+    this.projectionCount = projection.messageCount;
     this.projectedLength = messages.length;
-    if (this.taskId !== undefined && !this.inputStored && messages.some((message) => message.id === this.taskId)) {
+    if (this.taskId !== undefined && !this.inputStored && endsWithId(messages, this.taskId)) {
       this.inputStored = true;
       this.request.onInputStored?.();
     }
@@ -188,36 +195,37 @@ export class RunExecution {
   }
 
   /** Text parts of any shape are streamed (a string, or Anthropic's `[{ type: 'text', text }]`); tool-argument parts are not text. */
-  private onReplyChunk(message: BaseMessage, metadata: Record<string, unknown>): void {
+  private onReplyChunk(message: BaseMessage, callId: string): void {
     const delta = deltaTextOf(message.content);
     if (!delta) return;
-    const messageId = this.streamIdOf(message, metadata);
+    const messageId = this.streamIdOf(callId);
     this.unlanded.add(messageId);
     this.streamedThisAttempt = true;
     this.deps.emit({ type: 'message.delta', threadId: this.context.threadId, runId: this.runId, at: this.deps.clock.now().toISOString(), messageId, delta });
   }
 
   /**
-   * The id the deltas of one model call carry: vigil's own (I13), one per call. The
-   * provider's chunk id is no key: a server that reuses one completion id would merge the
-   * deltas of two replies. The reply's stored id is assigned when it enters state
-   * (message-identity.ts) and comes with `message.end`.
+   * The id the deltas of one model call carry: vigil's own (I13), one per call (the call's
+   * callback run id is the key; a retry is a new call). The provider's chunk id is no key:
+   * a server that reuses one completion id would merge the deltas of two replies. The
+   * reply's stored id is assigned when it enters state (message-identity.ts) and comes
+   * with `message.end`.
    */
-  private streamIdOf(message: BaseMessage, metadata: Record<string, unknown>): string {
-    const key = `${String(metadata.langgraph_checkpoint_ns ?? '')}|${String(metadata.langgraph_step ?? '')}|${message.id ?? ''}|${this.attempts}`;
-    let id = this.streamIds.get(key);
+  private streamIdOf(callId: string): string {
+    let id = this.streamIds.get(callId);
     if (id === undefined) {
       id = newMessageId();
-      this.streamIds.set(key, id);
+      this.streamIds.set(callId, id);
     }
     return id;
   }
 
   /** The graph ended normally. */
   async finishRun(): Promise<RunOutcome> {
-    // A graph that stopped at interrupt() waits for a person: `interrupted`, never `succeeded` (I16).
-    const state = await this.registered.graph.getState(runConfig(this.settings));
-    const waiting = (state.tasks ?? []).some((task) => (task.interrupts?.length ?? 0) > 0);
+    // A graph that stopped at interrupt() waits for a person: `interrupted`, never `succeeded`
+    // (I16). The stream said whether a node interrupted; the checkpoint confirms it (read
+    // only then: a turn that did not interrupt reads no state at its end).
+    const waiting = this.interrupted && (await this.registered.graph.getState(runConfig(this.settings))).tasks?.some((task) => (task.interrupts?.length ?? 0) > 0) === true;
     const end = waiting ? { status: 'interrupted' as const, reason: 'waiting for a person\'s approval' } : { status: 'succeeded' as const, reason: this.registered.endReason?.(this.lastValues) ?? null };
     const run = await this.deps.storage.runs.finish(this.runId, { ...end, modelInputs: this.modelInputs(), endedAt: this.deps.clock.now().toISOString() });
     this.run = run;
@@ -285,4 +293,10 @@ function failureReason(failure: ModelFailure, attempts: number, gaveUp: string |
 function reasonOf(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
   return reason instanceof Error ? reason.message : 'cancelled';
+}
+
+/** Whether the message with this id is among the list's newest ones (searched from the end: the task is near it, and a long thread is not walked). */
+function endsWithId(messages: readonly BaseMessage[], id: string, within = 64): boolean {
+  for (let index = messages.length - 1; index >= Math.max(0, messages.length - within); index--) if (messages[index]!.id === id) return true;
+  return false;
 }

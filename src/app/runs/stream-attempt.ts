@@ -1,20 +1,27 @@
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { RegisteredGraph } from '../../agent/agent-graph.js';
 import { VigilError } from '../../domain/errors.js';
+import { ReplyTokenHandler } from './reply-token-handler.js';
 
 /**
  * The stream modes a run asks the graph for, and what is done with each. A new mode (e.g.
- * `custom` progress, interrupts) is one more entry here and one more handler in
- * `AttemptSink`.
+ * `custom` progress) is one more entry here and one more handler in `AttemptSink`. Model
+ * tokens come from the models' callbacks (ReplyTokenHandler), not the `messages` mode.
  */
-export const RUN_STREAM_MODES = ['messages', 'values'] as const;
+export const RUN_STREAM_MODES = ['values'] as const;
 
 export interface AttemptSink {
   /** The graph's full state after a step. */
   onValues(values: unknown): Promise<void>;
-  /** A token chunk of a model call in a reply node, with LangGraph's metadata of the call (node, step, namespace). */
-  onReplyChunk(message: BaseMessage, metadata: Record<string, unknown>): void;
+  /** A token chunk of a model call in a reply node, with the call's id (one per model call). */
+  onReplyChunk(message: BaseMessage, callId: string): void;
+}
+
+/** How an attempt ended: whether a node stopped at interrupt() (the thread then waits for a person, I16). */
+export interface AttemptEnd {
+  interrupted: boolean;
 }
 
 export interface AttemptOptions {
@@ -30,7 +37,7 @@ export interface AttemptOptions {
 }
 
 /** One attempt: drive the graph once, from `input` (null resumes the checkpoint), until it ends or throws. */
-export async function streamAttempt(registered: RegisteredGraph, input: Record<string, unknown> | null, config: RunnableConfig, sink: AttemptSink, options: AttemptOptions): Promise<void> {
+export async function streamAttempt(registered: RegisteredGraph, input: Record<string, unknown> | null, config: RunnableConfig, sink: AttemptSink, options: AttemptOptions): Promise<AttemptEnd> {
   const attempt = new AbortController();
   const forward = () => attempt.abort(options.signal.reason);
   if (options.signal.aborted) forward();
@@ -45,33 +52,41 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
       attempt.abort(stalled);
     }, options.stallTimeoutMs);
   };
+  const tokens = new ReplyTokenHandler({ token: watch, replyChunk: (message, callId) => sink.onReplyChunk(message, callId) }, registered.replyNodes);
+  const callbacks = [...callbackList(config.callbacks), tokens];
+  let interrupted = false;
   try {
     // durability 'sync': a step's state is streamed only once its checkpoint is written.
     // With LangGraph's default ('async') the projection could be written before the
     // checkpoint it mirrors; a crash between the two left history ahead of the checkpoint,
     // and the count-based projection then skipped the thread's next message (the
     // crash-safety e2e test lost an accepted webhook delivery so).
-    const stream = await registered.graph.stream(input, { ...config, signal: attempt.signal, streamMode: [...RUN_STREAM_MODES], durability: 'sync' });
-    for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
-      if (mode === 'values') {
-        clearTimeout(stall); // the step ended: no model is streaming now
-        await sink.onValues(chunk);
-      } else if (mode === 'messages') {
-        watch();
-        const [message, metadata] = chunk as [BaseMessage, Record<string, unknown>];
-        // Tokens of a model call only (a chat model's callbacks carry ls_model_type). LangGraph
-        // also emits whole messages it finds in a node's output or a state read (a conditional
-        // edge reads the state after the reducer gave the reply vigil's id, so it looks
-        // unseen): those are no deltas, and message.end carries them.
-        if (registered.replyNodes.has(String(metadata?.langgraph_node)) && metadata?.ls_model_type !== undefined) sink.onReplyChunk(message, metadata ?? {});
-      }
+    const stream = await registered.graph.stream(input, { ...config, callbacks, signal: attempt.signal, streamMode: [...RUN_STREAM_MODES], durability: 'sync' });
+    for await (const [, chunk] of stream as AsyncIterable<[string, unknown]>) {
+      clearTimeout(stall); // the step ended: no model is streaming now
+      // A node that called interrupt() is announced as `{ __interrupt__: [...] }` (LangGraph's
+      // loop emits it for every interrupting task, resumed ones included).
+      if (isInterrupt(chunk)) interrupted = true;
+      await sink.onValues(chunk);
     }
+    return { interrupted };
   } catch (error) {
     throw stalled ?? error;
   } finally {
     clearTimeout(stall);
     options.signal.removeEventListener('abort', forward);
   }
+}
+
+function isInterrupt(values: unknown): boolean {
+  const interrupts = (values as { __interrupt__?: unknown } | null)?.__interrupt__;
+  return Array.isArray(interrupts) && interrupts.length > 0;
+}
+
+/** A run's own callbacks (a tracer) as a list: LangChain also accepts a manager, whose handlers are taken. */
+function callbackList(callbacks: RunnableConfig['callbacks']): BaseCallbackHandler[] {
+  if (callbacks === undefined) return [];
+  return Array.isArray(callbacks) ? [...(callbacks as BaseCallbackHandler[])] : [...callbacks.handlers];
 }
 
 export function messagesOf(values: unknown): BaseMessage[] {
