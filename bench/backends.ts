@@ -4,7 +4,7 @@ import type { CheckpointCacheStats } from '../src/adapters/sql/checkpoint-cache.
 import { openPostgresStorage, openSqliteStorage } from '../src/adapters/storage-factory.js';
 import type { Storage } from '../src/app/ports.js';
 import type { BenchOptions } from './types.js';
-import { analyzeSchema, benchSchema, postgresCheckpointCount, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, tempDir } from './util.js';
+import { analyzeSchema, benchSchema, postgresCheckpointCount, postgresTableBytes, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, sqliteTableBytes, tempDir } from './util.js';
 
 export type BackendName = 'sqlite' | 'postgres';
 
@@ -18,6 +18,8 @@ export interface OpenedStorage {
   checkpoints(threadId: string): Promise<number>;
   /** Checkpoint reads answered by vigil's checkpoint cache so far. */
   cacheHits(): number;
+  /** Bytes each table holds now, with its indexes (SQLite: pages, from dbstat; PostgreSQL: pg_total_relation_size). */
+  tableBytes(): Promise<Map<string, number>>;
 }
 
 function cacheHitsOf(storage: Storage): () => number {
@@ -40,6 +42,7 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
       analyze: async () => undefined,
       checkpoints: (threadId) => sqliteCheckpointCount(file, threadId),
       cacheHits: cacheHitsOf(storage),
+      tableBytes: () => sqliteTableBytes(file),
     };
   }
   const url = options.postgresUrl;
@@ -53,5 +56,6 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
     analyze: () => analyzeSchema(url, schema),
     checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId),
     cacheHits: cacheHitsOf(storage),
+    tableBytes: () => postgresTableBytes(url, schema),
   };
 }

@@ -81,6 +81,8 @@ export interface TurnHarness {
   /** Bytes of JSON.stringify of the current thread's last `count` messages. */
   lastMessagesJson(count: number): Promise<number>;
   bytes(): Promise<number>;
+  /** Bytes per table (vigil only: bench/turn-bytes.ts). */
+  tableBytes?(): Promise<Map<string, number>>;
   /** Checkpoints saved so far for the current thread. */
   checkpoints(): Promise<number>;
   /** Checkpoint reads (saver.getTuple calls) so far, all threads. */
@@ -272,7 +274,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
 // ---------- vigil: the coordinator, the chat graph, the projection ----------
 
 export async function vigilHarness(options: BenchOptions, backend: BackendName): Promise<TurnHarness> {
-  const { storage, bytes, checkpoints, cacheHits } = await openBenchStorage(options, backend, 'turn-vigil');
+  const { storage, bytes, checkpoints, cacheHits, tableBytes } = await openBenchStorage(options, backend, 'turn-vigil');
   const reads = countReads(storage.checkpointer);
   const model = new DemoChatModel({ tokenDelayMs: 0 });
   const graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models: () => model, logger: silentLogger });
@@ -344,6 +346,7 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       return jsonBytes((snapshot.values as ChatStateValue).messages.slice(-count));
     },
     bytes,
+    tableBytes,
     checkpoints: () => checkpoints(threadId),
     reads,
     cacheHits,

@@ -82,6 +82,18 @@ export async function schemaBytes(url: string, schema: string): Promise<number> 
   });
 }
 
+/** Each table's bytes with its indexes (an index counts toward its table). */
+export async function postgresTableBytes(url: string, schema: string): Promise<Map<string, number>> {
+  return withClient(url, async (client) => {
+    const result = await client.query<{ tablename: string; bytes: string }>(
+      `SELECT tablename, pg_total_relation_size(format('%I.%I', schemaname, tablename)::regclass)::bigint AS bytes
+         FROM pg_tables WHERE schemaname = $1`,
+      [schema],
+    );
+    return new Map(result.rows.map((row) => [row.tablename, Number(row.bytes)]));
+  });
+}
+
 export async function analyzeSchema(url: string, schema: string): Promise<void> {
   await withClient(url, async (client) => {
     const tables = await client.query<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema]);
@@ -122,6 +134,23 @@ export async function sqliteBytes(file: string): Promise<number> {
     connection.close();
   }
   return (await fileSize(file)) + (await fileSize(`${file}-wal`));
+}
+
+/** Each table's pages in bytes, its indexes counted toward it (dbstat, after a WAL checkpoint). */
+export async function sqliteTableBytes(file: string): Promise<Map<string, number>> {
+  const connection = openNodeSqlite(file);
+  try {
+    connection.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    const rows = connection
+      .prepare(
+        `SELECT coalesce(m.tbl_name, d.name) AS name, sum(d.pgsize) AS bytes
+           FROM dbstat d LEFT JOIN sqlite_schema m ON m.name = d.name GROUP BY 1`,
+      )
+      .all() as Array<{ name: string; bytes: number }>;
+    return new Map(rows.map((row) => [row.name, row.bytes]));
+  } finally {
+    connection.close();
+  }
 }
 
 /** Checkpoints LangGraph saved for a thread (the savers' own `checkpoints` table). */

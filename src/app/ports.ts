@@ -207,6 +207,19 @@ export interface MemoryStore {
   delete(userId: string, memoryId: string): Promise<boolean>;
 }
 
+// ---------- checkpoints ----------
+/**
+ * Set (true) in the configurable of a run whose graph takes one node per step and whose
+ * attempts end with `settle`: the saver may then hold an input checkpoint and a finished
+ * task's writes until the checkpoint that supersedes them (see held-checkpoint-writes.ts).
+ */
+export const HOLD_SUPERSEDED_WRITES = 'vigil_hold_superseded_writes';
+
+export interface CheckpointSettling {
+  /** A run's attempt on the thread ended: store what the saver still holds for it. */
+  settle?(threadId: string): Promise<void>;
+}
+
 // ---------- storage as a whole ----------
 export interface Storage {
   readonly kind: 'sqlite' | 'postgres';
@@ -215,7 +228,7 @@ export interface Storage {
   readonly runs: RunRepository;
   readonly memories: MemoryStore;
   /** The LangGraph checkpointer for thread state, on the same backend. */
-  readonly checkpointer: BaseCheckpointSaver;
+  readonly checkpointer: BaseCheckpointSaver & CheckpointSettling;
   /** Liveness of the database, for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -5,45 +5,54 @@ import { openNodeSqlite } from '../../src/adapters/sql/node-sqlite.js';
 import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { Closers } from './checkpoint-cache.suite.js';
-import { messageLogSuite } from './message-log.suite.js';
+import { heldCheckpointWritesSuite } from './held-checkpoint-writes.suite.js';
+import { messageLogSuite, type LogBackend } from './message-log.suite.js';
 
 const logger = pino({ level: 'silent' });
 
+async function sqliteBackend(): Promise<LogBackend> {
+  const dataDir = await makeTempDir('vigil-message-log-');
+  const file = join(dataDir, 'vigil.sqlite');
+  const closers = new Closers();
+  closers.add(() => removeTempDir(dataDir));
+  const query = <T>(sql: string, ...params: string[]): T => {
+    const database = openNodeSqlite(file, { readOnly: true });
+    try {
+      return database.prepare(sql).get(...params) as T;
+    } finally {
+      database.close();
+    }
+  };
+  return {
+    async open() {
+      const storage = await openSqliteStorage({ file, logger });
+      closers.add(() => storage.close());
+      return storage;
+    },
+    logRows: async (threadId) => query<{ count: number }>('SELECT count(*) AS count FROM checkpoint_messages WHERE thread_id = ?', threadId).count,
+    checkpointRows: async (threadId) => query<{ count: number }>('SELECT count(*) AS count FROM checkpoints WHERE thread_id = ?', threadId).count,
+    writeRows: async (threadId) => query<{ count: number }>('SELECT count(*) AS count FROM writes WHERE thread_id = ?', threadId).count,
+    largestStoredMessages: async (threadId) =>
+      query<{ size: number }>(
+        "SELECT max(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.messages'))) AS size FROM checkpoints WHERE thread_id = ?",
+        threadId,
+      ).size,
+    messageWritesBytes: async (threadId) =>
+      query<{ size: number }>("SELECT coalesce(sum(length(value)), 0) AS size FROM writes WHERE thread_id = ? AND channel = 'messages'", threadId).size,
+    inputBytes: async (threadId) =>
+      query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.__start__'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
+      query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
+    summaryBytes: async (threadId) =>
+      query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.summary'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
+      query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
+    close: () => closers.closeAll(),
+  };
+}
+
 describe('message log: SQLite', () => {
-  messageLogSuite(async () => {
-    const dataDir = await makeTempDir('vigil-message-log-');
-    const file = join(dataDir, 'vigil.sqlite');
-    const closers = new Closers();
-    closers.add(() => removeTempDir(dataDir));
-    const query = <T>(sql: string, ...params: string[]): T => {
-      const database = openNodeSqlite(file, { readOnly: true });
-      try {
-        return database.prepare(sql).get(...params) as T;
-      } finally {
-        database.close();
-      }
-    };
-    return {
-      async open() {
-        const storage = await openSqliteStorage({ file, logger });
-        closers.add(() => storage.close());
-        return storage;
-      },
-      logRows: async (threadId) => query<{ count: number }>('SELECT count(*) AS count FROM checkpoint_messages WHERE thread_id = ?', threadId).count,
-      largestStoredMessages: async (threadId) =>
-        query<{ size: number }>(
-          "SELECT max(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.messages'))) AS size FROM checkpoints WHERE thread_id = ?",
-          threadId,
-        ).size,
-      messageWritesBytes: async (threadId) =>
-        query<{ size: number }>("SELECT coalesce(sum(length(value)), 0) AS size FROM writes WHERE thread_id = ? AND channel = 'messages'", threadId).size,
-      inputBytes: async (threadId) =>
-        query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.__start__'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
-        query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
-      summaryBytes: async (threadId) =>
-        query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.summary'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
-        query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
-      close: () => closers.closeAll(),
-    };
-  });
+  messageLogSuite(sqliteBackend);
+});
+
+describe('held checkpoint writes: SQLite', () => {
+  heldCheckpointWritesSuite(sqliteBackend);
 });

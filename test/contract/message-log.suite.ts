@@ -17,6 +17,9 @@ export interface LogBackend {
   open(): Promise<Storage>;
   /** Rows of the thread's message log. */
   logRows(threadId: string): Promise<number>;
+  /** The thread's stored checkpoints, and its stored pending writes (rows). */
+  checkpointRows(threadId: string): Promise<number>;
+  writeRows(threadId: string): Promise<number>;
   /** Stored size in bytes of the thread's largest `messages` value (SQLite: the checkpoint document; PostgreSQL: the blob). */
   largestStoredMessages(threadId: string): Promise<number>;
   /** Stored bytes of the thread's pending writes to the `messages` channel. */

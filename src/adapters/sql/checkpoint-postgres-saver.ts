@@ -21,6 +21,7 @@ import type pg from 'pg';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
 import { checkpointStatements, checkpointTables, type CheckpointStatements } from './checkpoint-postgres-sql.js';
 import { CheckpointValueCodec, asJsonb, detach } from './checkpoint-values.js';
+import { HeldCheckpointWrites } from './held-checkpoint-writes.js';
 import { MessageLog, type MessageLogLimits } from './message-log.js';
 import { PostgresMessageLogStore, postgresMessageLogDdl } from './message-log-postgres.js';
 
@@ -93,6 +94,11 @@ export class CachingPostgresSaver extends PostgresSaver {
   readonly #codec: CheckpointValueCodec;
   readonly #logTable: string;
   readonly #log: MessageLog;
+  /** Input checkpoints and task writes that the next checkpoint supersedes (see held-checkpoint-writes.ts). */
+  readonly #held = new HeldCheckpointWrites({
+    putNow: (put) => this.#putNow(put.config, put.checkpoint, put.metadata, put.newVersions),
+    putWritesNow: (held) => this.#putWritesNow(held.config, held.writes, held.taskId),
+  });
 
   constructor(pool: pg.Pool, options: CachingPostgresSaverOptions) {
     super(pool, undefined, { schema: options.schema });
@@ -211,7 +217,19 @@ export class CachingPostgresSaver extends PostgresSaver {
     }
   }
 
-  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+  override put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    return this.#held.put(config, checkpoint, metadata, newVersions);
+  }
+
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    return this.#held.putWrites(config, writes, taskId);
+  }
+
+  settle(threadId: string): Promise<void> {
+    return this.#held.settle(threadId);
+  }
+
+  async #putNow(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     // PostgresSaver.put, noting which blobs were inserted and what the row holds after.
     if (config.configurable === undefined) throw new Error(`Missing "configurable" field in "config" param`);
     const { thread_id, checkpoint_ns = '', checkpoint_id } = config.configurable as Record<string, string | undefined> & { thread_id: string };
@@ -261,7 +279,7 @@ export class CachingPostgresSaver extends PostgresSaver {
   }
 
   /** PostgresSaver.putWrites in one statement (see putWrites in checkpoint-postgres-sql.ts). */
-  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+  async #putWritesNow(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
     const upsert = writes.every(([channel]) => channel in WRITES_IDX_MAP);
     const { thread_id, checkpoint_ns, checkpoint_id } = (config.configurable ?? {}) as Record<string, string | undefined>;
     const dumped = await this._dumpWrites(String(thread_id), checkpoint_ns ?? '', String(checkpoint_id), taskId, writes);
@@ -287,6 +305,7 @@ export class CachingPostgresSaver extends PostgresSaver {
   }
 
   override async deleteThread(threadId: string): Promise<void> {
+    this.#held.forgetThread(String(threadId));
     try {
       await super.deleteThread(threadId);
       await this.#pool.query(`DELETE FROM ${this.#logTable} WHERE thread_id = $1`, [threadId]);

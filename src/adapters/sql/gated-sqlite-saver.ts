@@ -27,6 +27,7 @@ import { CheckpointValueCodec, detach } from './checkpoint-values.js';
 import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
 import { MessageLog, rangesOf, type MessageLogLimits } from './message-log.js';
 import { SQLITE_MESSAGE_LOG_DDL, SqliteMessageLogStore } from './message-log-sqlite.js';
+import { HeldCheckpointWrites } from './held-checkpoint-writes.js';
 import { inSyncTransaction } from './node-sqlite.js';
 
 interface SqliteEntry extends CachedCheckpoint {
@@ -85,6 +86,11 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
   #insertValue: StatementSync | undefined;
   #readValue: StatementSync | undefined;
   readonly #logLimits: Partial<MessageLogLimits> | undefined;
+  /** Input checkpoints and task writes that the next checkpoint supersedes (see held-checkpoint-writes.ts). */
+  readonly #held = new HeldCheckpointWrites({
+    putNow: (put) => this.#putNow(put.config, put.checkpoint, put.metadata, put.newVersions),
+    putWritesNow: (held) => this.#gate.run(() => super.putWrites(held.config, held.writes, held.taskId)),
+  });
 
   constructor(db: DatabaseSync, gate: AsyncMutex, options: { cache?: Partial<CheckpointCacheLimits>; messageLog?: Partial<MessageLogLimits> } = {}) {
     super(db);
@@ -150,7 +156,19 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
     return tuple;
   }
 
-  override put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions?: ChannelVersions): Promise<RunnableConfig> {
+  override put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions = {}): Promise<RunnableConfig> {
+    return this.#held.put(config, checkpoint, metadata, newVersions);
+  }
+
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    return this.#held.putWrites(config, writes, taskId);
+  }
+
+  settle(threadId: string): Promise<void> {
+    return this.#held.settle(threadId);
+  }
+
+  #putNow(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions?: ChannelVersions): Promise<RunnableConfig> {
     return this.#gate.run(async () => {
       const address = cacheAddress(config.configurable);
       // SqliteSaver stores every channel on every put, so it takes no newVersions.
@@ -173,11 +191,8 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
     });
   }
 
-  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
-    return this.#gate.run(() => super.putWrites(config, writes, taskId));
-  }
-
   override deleteThread(threadId: string): Promise<void> {
+    this.#held.forgetThread(String(threadId));
     return this.#gate.run(async () => {
       try {
         await super.deleteThread(threadId);

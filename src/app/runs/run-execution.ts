@@ -2,6 +2,7 @@ import type { ModelInputRecord } from '../../domain/context/context-report.js';
 import type { ModelInputLog } from './model-input-log.js';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
+import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import type { RegisteredGraph } from '../../agent/agent-graph.js';
 import { runConfig, type RunSettings } from '../../agent/run-settings.js';
@@ -11,7 +12,7 @@ import { deltaTextOf } from '../../domain/message-content.js';
 import type { ErrorCode } from '../../domain/errors.js';
 import type { VigilEvent } from '../../domain/events.js';
 import type { RunContext } from '../../domain/run-context.js';
-import type { Clock, RunRecord, Storage, StoredMessage } from '../ports.js';
+import { HOLD_SUPERSEDED_WRITES, type Clock, type RunRecord, type Storage, type StoredMessage } from '../ports.js';
 import { resolveRunMeta } from '../run-meta.js';
 import type { MessageProjector } from './message-projector.js';
 import { classifyModelFailure, type ModelFailure } from './model-failure.js';
@@ -136,16 +137,37 @@ export class RunExecution {
         const end = await streamAttempt(
           this.registered,
           graphInput,
-          { ...runConfig(this.settings), ...(this.callbacks ? { callbacks: this.callbacks } : {}) },
+          this.attemptConfig(),
           { onValues: (values) => this.onValues(values), onReplyChunk: (message, callId) => this.onReplyChunk(message, callId) },
           { signal: this.controller.signal, stallTimeoutMs: this.deps.stallTimeoutMs },
         );
+        await this.settleCheckpoints();
         this.interrupted = end.interrupted;
         return;
       } catch (error) {
+        await this.settleCheckpoints();
         this.retractUnlanded(this.controller.signal.aborted ? reasonOf(this.controller.signal) : 'the model call failed');
         await this.beforeRetry(error);
       }
+    }
+  }
+
+  /**
+   * The graph's config for an attempt. Every graph a run drives takes one node per step,
+   * and each attempt ends with settleCheckpoints: the saver may hold what the next
+   * checkpoint supersedes (HOLD_SUPERSEDED_WRITES).
+   */
+  private attemptConfig(): RunnableConfig {
+    const config = runConfig(this.settings);
+    return { ...config, configurable: { ...config.configurable, [HOLD_SUPERSEDED_WRITES]: true }, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
+  }
+
+  /** The attempt ended (however): what the saver held for it is stored, before anything reads the state. */
+  private async settleCheckpoints(): Promise<void> {
+    try {
+      await this.deps.storage.checkpointer.settle?.(this.context.threadId);
+    } catch (error) {
+      this.log.error({ err: error }, 'could not store the checkpoint writes held for the run');
     }
   }
 

@@ -1,0 +1,207 @@
+/**
+ * Fewer checkpoint writes per turn, with nothing a crash could need left unwritten.
+ *
+ * With LangGraph's `durability: 'sync'` a chat turn writes three checkpoints and two sets
+ * of pending writes: the input checkpoint (the previous state plus the input, not yet
+ * applied), the `__start__` task's writes, the checkpoint after `__start__`, the reply
+ * node's writes, and the checkpoint after it. Two of those five exist only for a crash in
+ * the moment between a task's end and the next checkpoint, and the next checkpoint holds
+ * all they say:
+ *
+ * - The input checkpoint is superseded a moment later by the checkpoint after
+ *   `__start__`, which holds the input applied. Nothing is announced in between (a
+ *   person's message is acknowledged only once a checkpoint that holds it is stored, see
+ *   RunExecution.onValues), so a crash before that checkpoint loses only an input that
+ *   was never acknowledged, as a crash before the input checkpoint always could. The
+ *   checkpoint after `__start__` then names the input checkpoint's parent as its own, so
+ *   the chain of stored checkpoints has no gap.
+ * - A finished task's writes are superseded by the next checkpoint when the task was the
+ *   step's only one (every vigil graph runs one node per step). A crash in between re-runs
+ *   the task, as `durability: 'async'` or `'exit'` would.
+ *
+ * So a saver holds those two in memory, and drops them when the checkpoint that supersedes
+ * them is stored. Anything else first writes what is held for the thread, then itself: an
+ * interrupt, an error, a resume value, a write for another checkpoint, a put outside a run
+ * that asked for this. And the run settles the thread when an attempt ends (a cancel or a
+ * failure before the next checkpoint), which writes what is held, so a run that stops early
+ * leaves exactly what it left before.
+ *
+ * Only runs that ask for it (`HOLD_SUPERSEDED_WRITES` in their configurable, set by the run
+ * coordinator) are treated so: LangGraph's own conformance suite and any other caller see a
+ * saver that writes every call through.
+ */
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite } from '@langchain/langgraph-checkpoint';
+import { HOLD_SUPERSEDED_WRITES } from '../../app/ports.js';
+
+export interface HeldPut {
+  config: RunnableConfig;
+  checkpoint: Checkpoint;
+  metadata: CheckpointMetadata;
+  newVersions: ChannelVersions;
+}
+
+export interface HeldWrites {
+  config: RunnableConfig;
+  writes: PendingWrite[];
+  taskId: string;
+}
+
+export type HeldItem = { put: HeldPut } | { writes: HeldWrites };
+
+/** What to store: first what was held (in the order it was asked), then the call itself unless it is held. */
+interface StoreNow<T> {
+  flush: HeldItem[];
+  call: T | undefined;
+}
+
+/** The saver's own writes, straight to its tables. */
+export interface DirectCheckpointWrites {
+  putNow(put: HeldPut): Promise<RunnableConfig>;
+  putWritesNow(writes: HeldWrites): Promise<void>;
+}
+
+interface Held {
+  /** The checkpoint the held items belong to (the held input checkpoint's id, or the last one stored). */
+  checkpointId: string;
+  input: HeldPut | undefined;
+  writes: HeldWrites[];
+}
+
+/** Threads with something held at most: the oldest entry is written out when it is exceeded. */
+const MAX_THREADS = 10_000;
+
+export class HeldCheckpointWrites {
+  /** By thread and namespace; insertion order is age. */
+  readonly #held = new Map<string, Held>();
+
+  constructor(private readonly direct: DirectCheckpointWrites) {}
+
+  /** BaseCheckpointSaver.put: stored, or held (then answered as if stored). */
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const { flush, call } = this.onPut(config, checkpoint, metadata, newVersions);
+    await this.#store(flush);
+    if (call !== undefined) return this.direct.putNow(call);
+    return { configurable: { thread_id: config.configurable?.thread_id, checkpoint_ns: config.configurable?.checkpoint_ns ?? '', checkpoint_id: checkpoint.id } };
+  }
+
+  /** BaseCheckpointSaver.putWrites: stored, or held. */
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    const { flush, call } = this.onPutWrites(config, writes, taskId);
+    await this.#store(flush);
+    if (call !== undefined) await this.direct.putWritesNow(call);
+  }
+
+  /** A run's attempt on the thread ended: what is still held is stored now. */
+  async settle(threadId: string): Promise<void> {
+    await this.#store(this.take(threadId));
+  }
+
+  async #store(items: readonly HeldItem[]): Promise<void> {
+    for (const item of items) {
+      if ('put' in item) await this.direct.putNow(item.put);
+      else await this.direct.putWritesNow(item.writes);
+    }
+  }
+
+  /** A put: held (an input checkpoint of a run that asked), or stored now with a parent and versions that skip what was held. */
+  private onPut(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): StoreNow<HeldPut> {
+    const put: HeldPut = { config, checkpoint, metadata, newVersions };
+    const key = keyOf(config);
+    if (key === undefined) return { flush: [], call: put };
+    const held = this.#held.get(key);
+    this.#held.delete(key);
+    const asked = config.configurable?.[HOLD_SUPERSEDED_WRITES] === true;
+    const flush: Held[] = [];
+    if (held !== undefined) {
+      if (asked && config.configurable?.checkpoint_id === held.checkpointId) {
+        // Superseded: the held writes are applied in this checkpoint, and the held input
+        // checkpoint's parent becomes this one's.
+        if (held.input !== undefined) {
+          put.config = withParent(config, held.input.config.configurable?.checkpoint_id as string | undefined);
+          put.newVersions = unchangedSince(held.input.newVersions, newVersions, checkpoint);
+        }
+      } else {
+        flush.push(held);
+      }
+    }
+    if (!asked) return { flush: flush.flatMap(itemsOf), call: put };
+    const input = metadata.source === 'input';
+    this.#held.set(key, { checkpointId: checkpoint.id, input: input ? put : undefined, writes: [] });
+    flush.push(...this.#overflow());
+    return { flush: flush.flatMap(itemsOf), call: input ? undefined : put };
+  }
+
+  /** Writes: held when a run that asked finished a task on the checkpoint the held state names; else stored now, after what was held. */
+  private onPutWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): StoreNow<HeldWrites> {
+    const key = keyOf(config);
+    const call: HeldWrites = { config, writes, taskId };
+    if (key === undefined) return { flush: [], call };
+    const held = this.#held.get(key);
+    if (held === undefined) return { flush: [], call };
+    const ordinary = writes.length > 0 && writes.every(([channel]) => !(channel in WRITES_IDX_MAP));
+    if (config.configurable?.[HOLD_SUPERSEDED_WRITES] === true && ordinary && config.configurable.checkpoint_id === held.checkpointId) {
+      held.writes.push(call);
+      return { flush: [], call: undefined };
+    }
+    this.#held.delete(key);
+    return { flush: itemsOf(held), call };
+  }
+
+  /** What is held for a thread (every namespace), to be stored now: a run's attempt ended. */
+  private take(threadId: string): HeldItem[] {
+    const items: HeldItem[] = [];
+    for (const [key, held] of this.#held) {
+      if (!key.startsWith(`${threadId}\u0000`)) continue;
+      this.#held.delete(key);
+      items.push(...itemsOf(held));
+    }
+    return items;
+  }
+
+  /** The thread is being deleted: nothing held for it may be written afterwards. */
+  forgetThread(threadId: string): void {
+    for (const key of this.#held.keys()) if (key.startsWith(`${threadId}\u0000`)) this.#held.delete(key);
+  }
+
+  /** The oldest entries past the bound, taken out to be written. */
+  #overflow(): Held[] {
+    const out: Held[] = [];
+    for (const [key, held] of this.#held) {
+      if (this.#held.size <= MAX_THREADS) break;
+      this.#held.delete(key);
+      out.push(held);
+    }
+    return out;
+  }
+}
+
+function keyOf(config: RunnableConfig): string | undefined {
+  const threadId = config.configurable?.thread_id as string | undefined;
+  if (threadId === undefined) return undefined;
+  return `${threadId}\u0000${(config.configurable?.checkpoint_ns as string | undefined) ?? ''}`;
+}
+
+function itemsOf(held: Held): HeldItem[] {
+  return [...(held.input ? [{ put: held.input }] : []), ...held.writes.map((writes) => ({ writes }))];
+}
+
+function withParent(config: RunnableConfig, parentId: string | undefined): RunnableConfig {
+  const configurable = { ...config.configurable };
+  if (parentId === undefined) delete configurable.checkpoint_id;
+  else configurable.checkpoint_id = parentId;
+  return { ...config, configurable };
+}
+
+/**
+ * The versions a put must store values for: its own, and those the skipped input
+ * checkpoint introduced that this checkpoint still holds unchanged (PostgreSQL stores a
+ * channel's value once per version, on the put that introduced it).
+ */
+function unchangedSince(skipped: ChannelVersions, own: ChannelVersions, checkpoint: Checkpoint): ChannelVersions {
+  const merged: ChannelVersions = { ...own };
+  for (const [channel, version] of Object.entries(skipped)) {
+    if (!(channel in merged) && checkpoint.channel_versions[channel] === version) merged[channel] = version;
+  }
+  return merged;
+}
