@@ -228,6 +228,11 @@ export class ConversationService {
     return run;
   }
 
+  /** Whether the run added any message to its thread (for a webhook: whether its task was stored). */
+  async runAddedMessages(userId: string, run: RunRecord): Promise<boolean> {
+    return this.storage.threads.hasMessagesOfRun(userId, run.threadId, run.id);
+  }
+
   async getRun(userId: string, runId: string): Promise<RunRecord> {
     const run = await this.storage.runs.get(userId, runId);
     if (!run) throw new VigilError('RUN_NOT_FOUND', `no run "${runId}"`);

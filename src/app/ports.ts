@@ -128,6 +128,8 @@ export interface ThreadRepository {
    * user gets an empty page. `fromSeq` bounds the page below (inclusive).
    */
   history(userId: string, threadId: string, options: HistoryOptions): Promise<MessagePage>;
+  /** Whether the thread's projection holds a message that this run added; false for another user's thread (I12). */
+  hasMessagesOfRun(userId: string, threadId: string, runId: string): Promise<boolean>;
   /** Set the title; undefined when the thread is not the user's (I12). */
   rename(userId: string, threadId: string, title: string | null): Promise<ThreadRecord | undefined>;
   /** Delete the thread and its projected messages; false when it is not the user's (I12). */

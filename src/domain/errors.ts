@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   PLAN_NOT_RESUMABLE: { status: 409, description: 'The plan is completed or superseded; there is nothing to resume.' },
   PLAN_BUSY: { status: 409, description: "A run is already working on the plan's thread; resume it when that run has ended." },
   HOOK_DELIVERY_REPLAYED: { status: 409, description: 'This webhook-id was already received by this webhook; nothing was started.' },
+  HOOK_DELIVERY_PENDING: { status: 409, description: 'An earlier attempt of this webhook-id may still be storing its task; nothing was started. Retry later: once that attempt is known to have died, a retry is accepted.' },
   TIMER_NOT_PENDING: { status: 409, description: 'The follow-up timer has already fired, or was cancelled, dropped or skipped.' },
   THREAD_BUSY: { status: 409, description: 'A run is in progress or waiting on the thread, and the multitask strategy is `reject`.' },
   THREAD_EXISTS: { status: 409, description: 'A thread with this id already exists (LangGraph protocol, if_exists=raise).' },

@@ -232,6 +232,18 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.threads.appendMessages(thread.id, [], at(3))).toEqual([]);
       });
 
+      it('hasMessagesOfRun: true once a message of the run is stored, for the owner only (I12)', async () => {
+        const userId = randomUUID();
+        const thread = await newThread(userId);
+        const runId = randomUUID();
+        expect(await storage.threads.hasMessagesOfRun(userId, thread.id, runId)).toBe(false);
+        await storage.threads.appendMessages(thread.id, [message({ runId: randomUUID() })], at(1));
+        expect(await storage.threads.hasMessagesOfRun(userId, thread.id, runId)).toBe(false);
+        await storage.threads.appendMessages(thread.id, [message({ runId, createdAt: at(2) })], at(2));
+        expect(await storage.threads.hasMessagesOfRun(userId, thread.id, runId)).toBe(true);
+        expect(await storage.threads.hasMessagesOfRun(randomUUID(), thread.id, runId)).toBe(false);
+      });
+
       it('skips messages already stored (idempotent replay) and repeats within a batch', async () => {
         const userId = randomUUID();
         const thread = await newThread(userId);

@@ -335,6 +335,82 @@ export function webhookSuite(backend: () => Backend): void {
       expect((await runsOf(threadId)).map((run) => run.id)).toEqual([accepted.body.runId]);
     });
 
+    /** What an attempt that died before its 202 left: the delivery recorded, and a run record (ended as the orphaned-run sweep ends it) or none. */
+    async function earlierAttempt(hook: CreatedHook, deliveryId: string, options: { receivedAgoMs: number; run?: { threadId: string; status: 'running' | 'failed' } }) {
+      const runId = randomUUID();
+      const receivedAt = new Date(Date.now() - options.receivedAgoMs).toISOString();
+      await (server.storage as SqlStorage).context.db
+        .withTables<HookTables>()
+        .insertInto('hook_deliveries')
+        .values({ hook_id: hook.id, delivery_id: deliveryId, run_id: runId, received_at: receivedAt })
+        .execute();
+      if (options.run) {
+        const thread = await server.request('GET', `/api/threads/${options.run.threadId}`);
+        await server.storage.runs.create({
+          id: runId, threadId: options.run.threadId, userId: ALICE.id, agentId: thread.body.agentId, trigger: 'webhook', meta: {}, correlationId: randomUUID(), model: 'recording', requestedAt: receivedAt, startedAt: receivedAt,
+        });
+        if (options.run.status === 'failed') {
+          await server.storage.runs.finish(runId, { status: 'failed', reason: 'its process ended before the run finished', errorCode: 'INTERNAL', endedAt: new Date().toISOString() });
+        }
+      }
+      return runId;
+    }
+
+    async function tasksIn(threadId: string, deliveryId: string): Promise<number> {
+      const history = await server.request('GET', `/api/threads/${threadId}/history?include=internal&limit=200`);
+      return (history.body.messages as Array<{ additionalKwargs?: Record<string, unknown> }>).filter((message) => message.additionalKwargs?.delivery_id === deliveryId).length;
+    }
+
+    it('a delivery whose earlier attempt died before storing its task (its run ended with no message) runs on the sender\'s retry, once; the next retry is a replay', async () => {
+      const threadId = await newThread();
+      const bound = await createHook({ threadId });
+      const perDelivery = await createHook({});
+      const earlierThread = await newThread();
+      for (const [hook, runThread] of [[bound, threadId], [perDelivery, earlierThread]] as const) {
+        const deliveryId = `crashed-${randomUUID()}`;
+        const earlierRunId = await earlierAttempt(hook, deliveryId, { receivedAgoMs: 60_000, run: { threadId: runThread, status: 'failed' } });
+        const retried = await deliver(hook, { kind: 'retried', repo: 'r' }, { deliveryId });
+        expect(retried.status, retried.text).toBe(202);
+        // The earlier attempt's thread goes on: no second thread for one delivery.
+        expect(retried.body.threadId).toBe(runThread);
+        expect((await runOf(retried.body.runId))?.status).toBe('succeeded');
+        expect(await tasksIn(runThread, deliveryId)).toBe(1);
+        expect((await runsOf(runThread)).map((run) => run.id).sort()).toEqual([earlierRunId, retried.body.runId].sort());
+        const again = await deliver(hook, { kind: 'retried', repo: 'r' }, { deliveryId });
+        expect(again.status).toBe(409);
+        expect(again.body.error.code).toBe('HOOK_DELIVERY_REPLAYED');
+        expect(await tasksIn(runThread, deliveryId)).toBe(1);
+      }
+    });
+
+    it('a retry while the earlier attempt may still be storing its task answers 409 HOOK_DELIVERY_PENDING and starts nothing; one that never recorded a run for over an hour is taken over', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId });
+      const running = `running-${randomUUID()}`;
+      await earlierAttempt(hook, running, { receivedAgoMs: 2 * 60 * 60_000, run: { threadId, status: 'running' } });
+      const recent = `recent-${randomUUID()}`;
+      const recentRunId = await earlierAttempt(hook, recent, { receivedAgoMs: 5_000 });
+      for (const deliveryId of [running, recent]) {
+        const response = await deliver(hook, { kind: 'pending', repo: 'r' }, { deliveryId });
+        expect(response.status, deliveryId).toBe(409);
+        expect(response.body.error.code, deliveryId).toBe('HOOK_DELIVERY_PENDING');
+      }
+      expect((await runsOf(threadId)).filter((run) => run.status !== 'running')).toEqual([]);
+      // An hour on, with still no run recorded, the earlier attempt is taken for dead.
+      await (server.storage as SqlStorage).context.db
+        .withTables<HookTables>()
+        .updateTable('hook_deliveries')
+        .set({ received_at: new Date(Date.now() - 2 * 60 * 60_000).toISOString() })
+        .where('hook_id', '=', hook.id)
+        .where('delivery_id', '=', recent)
+        .execute();
+      const taken = await deliver(hook, { kind: 'pending', repo: 'r' }, { deliveryId: recent });
+      expect(taken.status, taken.text).toBe(202);
+      expect(taken.body.runId).not.toBe(recentRunId);
+      expect((await runOf(taken.body.runId))?.status).toBe('succeeded');
+      expect(await tasksIn(threadId, recent)).toBe(1);
+    });
+
     it('lists a hook\'s accepted deliveries newest first, each with its run; refused ones are not listed', async () => {
       const hook = await createHook({});
       const first = await deliver(hook, { kind: 'first', repo: 'r' }, { deliveryId: `list-a-${randomUUID()}` });

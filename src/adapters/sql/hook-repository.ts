@@ -73,6 +73,17 @@ export class SqlHookRepository implements HookStore {
     return row !== undefined;
   }
 
+  async takeOverDelivery(hookId: string, deliveryId: string, fromRunId: string, to: { runId: string; receivedAt: string }): Promise<boolean> {
+    const result = await this.#db
+      .updateTable('hook_deliveries')
+      .set({ run_id: to.runId, received_at: isoForDatabase(to.receivedAt) })
+      .where('hook_id', '=', hookId)
+      .where('delivery_id', '=', deliveryId)
+      .where('run_id', '=', fromRunId)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   async forgetDelivery(hookId: string, deliveryId: string): Promise<void> {
     await this.#db.deleteFrom('hook_deliveries').where('hook_id', '=', hookId).where('delivery_id', '=', deliveryId).execute();
   }

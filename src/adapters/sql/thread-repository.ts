@@ -156,6 +156,20 @@ export class SqlThreadRepository implements ThreadRepository {
     return result.numDeletedRows > 0n;
   }
 
+  async hasMessagesOfRun(userId: string, threadId: string, runId: string): Promise<boolean> {
+    // No index on run_id: a walk of one thread's rows, on the rare path that asks (a webhook's retried delivery).
+    const row = await this.#context.db
+      .selectFrom('thread_messages')
+      .innerJoin('threads', 'threads.id', 'thread_messages.thread_id')
+      .select('thread_messages.seq')
+      .where('thread_messages.thread_id', '=', threadId)
+      .where('thread_messages.run_id', '=', runId)
+      .where('threads.user_id', '=', userId)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   async listIdsByAgent(userId: string, agentId: string): Promise<string[]> {
     const rows = await this.#context.db.selectFrom('threads').select('id').where('user_id', '=', userId).where('agent_id', '=', agentId).execute();
     return rows.map((row) => row.id);

@@ -9,7 +9,7 @@ import { runMetaOf } from '../run-meta.js';
 import { mapPayload } from './hook-payload.js';
 import type { SecretBox } from './hook-secret-box.js';
 import { newHookSecret, verifyDelivery, type DeliveryHeaders } from './hook-signature.js';
-import type { HookDelivery, HookRecord, HookStore } from './hook-store.js';
+import type { HookDelivery, HookRecord, HookStore, HookWithSecret } from './hook-store.js';
 import { cut, parseTemplate, renderTemplate } from './hook-template.js';
 
 export interface CreateHookInput {
@@ -42,6 +42,16 @@ export interface HookServiceDependencies {
  * refused — with nothing started and nothing written — when the signature is wrong, the
  * timestamp stale, the delivery id seen before, or the payload unusable (I11).
  */
+/**
+ * How long a recorded delivery with no run yet may still be a live attempt (one waiting
+ * for its thread's lock, behind a long run) before a retry of it takes it over.
+ */
+export const UNRECORDED_RUN_GRACE_MS = 60 * 60_000;
+
+function pending(deliveryId: string): VigilError {
+  return new VigilError('HOOK_DELIVERY_PENDING', `delivery "${deliveryId}" is still being received; try again later`);
+}
+
 export class HookService {
   private readonly inFlight = new Set<Promise<void>>();
 
@@ -151,12 +161,13 @@ export class HookService {
     if (hook.threadId !== null) await conversations.getThread(hook.userId, hook.threadId);
     else await agents.get(hook.userId, hook.agentId);
 
+    let earlierThreadId: string | undefined;
     if (!(await store.recordDelivery({ hookId: hook.id, deliveryId, runId, receivedAt: requestedAt }))) {
-      throw new VigilError('HOOK_DELIVERY_REPLAYED', `delivery "${deliveryId}" was already received by this webhook`);
+      earlierThreadId = await this.takeOver(hook, deliveryId, { runId, receivedAt: requestedAt }, log);
     }
     let threadId: string;
     try {
-      threadId = hook.threadId ?? (await conversations.createThread(hook.userId, { agentId: hook.agentId, title: cut(`Webhook: ${hook.name}`, 200) })).id;
+      threadId = hook.threadId ?? earlierThreadId ?? (await conversations.createThread(hook.userId, { agentId: hook.agentId, title: cut(`Webhook: ${hook.name}`, 200) })).id;
     } catch (error) {
       await store.forgetDelivery(hook.id, deliveryId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose run never started'));
       throw error;
@@ -194,6 +205,34 @@ export class HookService {
     await Promise.race([inputStored, running]);
     log.info({ deliveryId, runId, threadId }, 'webhook delivery accepted');
     return { runId, threadId, deliveryId };
+  }
+
+  /**
+   * A delivery id this hook has recorded before. The sender retries what it was not
+   * answered 202 for, so the earlier attempt either stored its task (a replay: 409
+   * HOOK_DELIVERY_REPLAYED), may still be storing it (409 HOOK_DELIVERY_PENDING: try again
+   * later), or died first: its run ended without adding a message to the thread (the
+   * orphaned-run sweep ended it), or it never recorded a run and was received more than
+   * UNRECORDED_RUN_GRACE_MS ago. Then this attempt takes the delivery over, once, and runs
+   * on the earlier attempt's thread when it had one (returned). Without this, a delivery
+   * cut short by a crash before its 202 was refused on every retry and never ran.
+   */
+  private async takeOver(hook: HookWithSecret, deliveryId: string, attempt: { runId: string; receivedAt: string }, log: Logger): Promise<string | undefined> {
+    const { store, conversations, clock } = this.deps;
+    const earlier = await store.getDelivery(hook.id, deliveryId);
+    if (earlier === undefined) throw pending(deliveryId); // forgotten meanwhile: the sender's next try records it anew
+    const run = await conversations.getRun(hook.userId, earlier.runId).catch(() => undefined);
+    if (run === undefined) {
+      if (clock.now().getTime() - Date.parse(earlier.receivedAt) <= UNRECORDED_RUN_GRACE_MS) throw pending(deliveryId);
+    } else {
+      if (await conversations.runAddedMessages(hook.userId, run)) {
+        throw new VigilError('HOOK_DELIVERY_REPLAYED', `delivery "${deliveryId}" was already received by this webhook`);
+      }
+      if (run.status === 'running') throw pending(deliveryId);
+    }
+    if (!(await store.takeOverDelivery(hook.id, deliveryId, earlier.runId, attempt))) throw pending(deliveryId);
+    log.warn({ deliveryId, earlierRunId: earlier.runId, earlierRunStatus: run?.status ?? null, runId: attempt.runId }, 'a delivery whose earlier attempt never stored its task is received again');
+    return hook.threadId === null ? run?.threadId : undefined;
   }
 
   /** Wait for the runs deliveries started, for a graceful stop. */

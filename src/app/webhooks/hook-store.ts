@@ -44,6 +44,11 @@ export interface HookStore {
    * replay). Exactly one of several concurrent identical deliveries gets true.
    */
   recordDelivery(delivery: HookDelivery): Promise<boolean>;
+  /**
+   * Hand a recorded delivery to a new attempt (the first died before its task was stored):
+   * true for exactly one caller, and only while the record still names `fromRunId`.
+   */
+  takeOverDelivery(hookId: string, deliveryId: string, fromRunId: string, to: { runId: string; receivedAt: Iso }): Promise<boolean>;
   /** Undo recordDelivery when the run could not be set up, so the sender may retry. */
   forgetDelivery(hookId: string, deliveryId: string): Promise<void>;
   getDelivery(hookId: string, deliveryId: string): Promise<HookDelivery | undefined>;
