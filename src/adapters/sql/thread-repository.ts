@@ -207,7 +207,10 @@ function messageRow(threadId: string, message: NewStoredMessage, seq: number): M
     response_metadata: encodeJson(message.responseMetadata),
     visibility: message.visibility,
     run_id: message.runId,
-    preview: message.preview,
+    // Nothing reads a message's preview: the thread keeps its last visible one
+    // (threads.last_visible_preview). The column (NOT NULL since 0001) is left empty
+    // rather than holding a hundred more bytes of every message.
+    preview: '',
     created_at: isoForDatabase(message.createdAt),
   };
 }
@@ -215,7 +218,8 @@ function messageRow(threadId: string, message: NewStoredMessage, seq: number): M
 /** What appending these rows changes in the thread's counters, whatever they hold now. */
 function counterChange(rows: readonly MessageRow[], messages: readonly NewStoredMessage[], updatedAt: string): CounterChange {
   const visibleRows = rows.filter((row) => row.visibility === 'user');
-  const lastVisible = visibleRows.at(-1);
+  const lastVisibleIndex = rows.findLastIndex((row) => row.visibility === 'user');
+  const lastVisible = lastVisibleIndex < 0 ? undefined : { preview: messages[lastVisibleIndex]!.preview, created_at: rows[lastVisibleIndex]!.created_at };
   // I2: only a real person's message is user activity.
   let userActivityAt: string | null = null;
   rows.forEach((row, index) => {
