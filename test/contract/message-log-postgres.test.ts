@@ -27,6 +27,8 @@ async function postgresBackend(): Promise<LogBackend> {
     logRows: async (threadId) => count('checkpoint_messages', threadId),
     checkpointRows: async (threadId) => count('checkpoints', threadId),
     writeRows: async (threadId) => count('checkpoint_writes', threadId),
+    emptyBlobRows: async (threadId) =>
+      Number((await client.query<{ count: string }>(`SELECT count(*) AS count FROM "${schema}".checkpoint_blobs WHERE thread_id = $1 AND type = 'empty'`, [threadId])).rows[0]!.count),
     largestStoredMessages: async (threadId) =>
       Number(
         (await client.query<{ size: number }>(`SELECT max(octet_length(blob)) AS size FROM "${schema}".checkpoint_blobs WHERE thread_id = $1 AND channel = 'messages'`, [threadId]))

@@ -20,6 +20,8 @@ export interface LogBackend {
   /** The thread's stored checkpoints, and its stored pending writes (rows). */
   checkpointRows(threadId: string): Promise<number>;
   writeRows(threadId: string): Promise<number>;
+  /** PostgreSQL only: the thread's blob rows for emptied channels (type 'empty'). */
+  emptyBlobRows?(threadId: string): Promise<number>;
   /** Stored size in bytes of the thread's largest `messages` value (SQLite: the checkpoint document; PostgreSQL: the blob). */
   largestStoredMessages(threadId: string): Promise<number>;
   /** Stored bytes of the thread's pending writes to the `messages` channel. */
@@ -205,6 +207,23 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
     // Three distinct summaries of about 3 KB, in 14 checkpoints: stored inline, about 40 KB;
     // once each, plus a reference (tens of bytes) per checkpoint, about 10 KB.
     expect(await backend.summaryBytes('summary')).toBeLessThan(3 * 3_200 + 14 * 200);
+  });
+
+  it('a channel emptied at a version (the consumed input, a taken branch) stores no row there, and every checkpoint reads back as MemorySaver\'s, from memory and from the tables', async (context) => {
+    if (backend.emptyBlobRows === undefined) return context.skip(); // SQLite stores a checkpoint as one document
+    const server = await backend.open();
+    const graph = buildGraph(server.checkpointer);
+    const reference = buildGraph(new MemorySaver());
+    await turns(graph, 'emptied', 0, 4);
+    await turns(reference, 'emptied', 0, 4);
+    expect(await backend.emptyBlobRows('emptied')).toBe(0);
+    const expected = await history(reference.checkpointer as BaseCheckpointSaver, 'emptied');
+    expect(await history(server.checkpointer, 'emptied')).toEqual(expected);
+    expect(await history((await backend.open()).checkpointer, 'emptied')).toEqual(expected);
+    // The next turn starts from the cache: the entry the put derived still matches the tables.
+    const hits = (server.checkpointer as { cacheStats?: () => { hits: number } }).cacheStats?.().hits ?? 0;
+    await turns(graph, 'emptied', 4, 1);
+    expect((server.checkpointer as { cacheStats?: () => { hits: number } }).cacheStats?.().hits).toBeGreaterThan(hits);
   });
 
   it('deleteThread removes the thread\'s log, and a new thread of the same id starts clean', async () => {

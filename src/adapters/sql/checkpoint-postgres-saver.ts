@@ -35,6 +35,8 @@ interface KnownBlob {
   type: string;
   /** octet_length of the stored blob (0 when NULL). */
   size: number;
+  /** False for a channel emptied at this version: no row is stored for it (see #putNow). */
+  stored: boolean;
 }
 
 interface PostgresEntry extends CachedCheckpoint {
@@ -56,7 +58,7 @@ interface ReadRow {
   pending_writes: WriteQuad[] | null;
   hit: boolean;
   digest: string;
-  blobRows: (KnownBlob & { channel: string })[];
+  blobRows: (Omit<KnownBlob, 'stored'> & { channel: string })[];
 }
 
 interface RawRow {
@@ -135,7 +137,7 @@ export class CachingPostgresSaver extends PostgresSaver {
     const address = useCache && this.#cache.enabled ? cacheAddress(config.configurable) : undefined;
     const held = address ? this.#cache.lookup(address.threadId, address.checkpointNs) : undefined;
     const usable = held !== undefined && (address?.checkpointId === undefined || address.checkpointId === held.checkpointId) ? held : undefined;
-    const probe = usable === undefined ? [null, null, null, null] : [usable.checkpointId, usable.digest, usable.blobs.size, usable.blobBytes];
+    const probe = usable === undefined ? [null, null, null, null] : [usable.checkpointId, usable.digest, storedCount(usable.blobs), usable.blobBytes];
     const [sql, args] = checkpoint_id
       ? [this.#sql.readById, [thread_id, checkpoint_ns, checkpoint_id, ...probe]]
       : [this.#sql.readLatest, [thread_id, checkpoint_ns, ...probe]];
@@ -245,13 +247,16 @@ export class CachingPostgresSaver extends PostgresSaver {
     // Message lists go to the thread's message log; the blob holds a reference (see message-log.ts).
     const stored = await this.#log.toStored(String(thread_id), checkpoint_ns, values, Object.keys(newVersions));
     const [serializedBlobs, serializedMetadata] = await Promise.all([this._dumpBlobs(thread_id, checkpoint_ns, stored, newVersions), metadataDump]);
+    // A channel emptied at this version (a consumed input or branch) needs no row: a read
+    // finds no blob for the version and leaves the channel out, as it does for 'empty'.
+    const blobRows = serializedBlobs.filter((blob) => blob[4] !== 'empty');
     const result = await this.#pool.query<{ parent_checkpoint_id: string | null; digest: string; inserted: [string, string][] }>(this.#sql.putCheckpoint, [
       thread_id,
       checkpoint_ns,
-      serializedBlobs.map((blob) => blob[2]),
-      serializedBlobs.map((blob) => blob[3]),
-      serializedBlobs.map((blob) => blob[4]),
-      serializedBlobs.map((blob) => blob[5] ?? null),
+      blobRows.map((blob) => blob[2]),
+      blobRows.map((blob) => blob[3]),
+      blobRows.map((blob) => blob[4]),
+      blobRows.map((blob) => blob[5] ?? null),
       checkpoint.id,
       checkpoint_id,
       serializedCheckpoint,
@@ -325,8 +330,13 @@ export class CachingPostgresSaver extends PostgresSaver {
     const blobs = new Map<string, KnownBlob>();
     let blobBytes = 0;
     for (const blob of row.blobRows) {
-      blobs.set(blob.channel, { version: blob.version, type: blob.type, size: blob.size });
+      blobs.set(blob.channel, { version: blob.version, type: blob.type, size: blob.size, stored: true });
       blobBytes += blob.size;
+    }
+    // A version with no row is a channel emptied there (no 'empty' row is stored).
+    for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
+      const text = versionText(version);
+      if (text !== undefined && blobs.get(channel)?.version !== text) blobs.set(channel, { version: text, type: 'empty', size: 0, stored: false });
     }
     return {
       threadId,
@@ -377,11 +387,13 @@ export class CachingPostgresSaver extends PostgresSaver {
           const text = versionText(version);
           if (text === undefined) return undefined;
           const key = blobKey(channel, text);
-          const mine = written.inserted.has(key) ? ours.get(key) : undefined;
+          const own = ours.get(key);
+          const inserted = written.inserted.has(key);
+          const mine = inserted || own?.[4] === 'empty' ? own : undefined;
           if (mine !== undefined) {
             const [, , , , type, bytes] = mine;
             const size = bytes?.byteLength ?? 0;
-            blobs.set(channel, { version: text, type, size });
+            blobs.set(channel, { version: text, type, size, stored: inserted });
             blobBytes += size;
             if (type === 'empty') continue;
             if (type === 'bytes') channelValues[channel] = Buffer.from(bytes ?? new Uint8Array());
@@ -460,6 +472,12 @@ function blobKey(channel: string, version: string): string {
  * against the version column), for the versions LangGraph uses; undefined for any other,
  * which the cache then leaves alone.
  */
+function storedCount(blobs: ReadonlyMap<string, KnownBlob>): number {
+  let count = 0;
+  for (const blob of blobs.values()) if (blob.stored) count += 1;
+  return count;
+}
+
 function versionText(version: unknown): string | undefined {
   if (typeof version === 'string') return version;
   if (typeof version === 'number' && Number.isSafeInteger(version)) return String(version);
