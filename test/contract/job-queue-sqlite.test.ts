@@ -72,7 +72,7 @@ describe('embedded scheduler on SQLite: claims and sleeping', () => {
     const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger });
     await queue.work('lapsed', async (job) => void delivered.push(job));
     await queue.start();
-    await sleep(300);
+    await waitFor(() => delivered.length === 1, 10_000, 'the lapsed job');
     await queue.stop();
     expect(delivered.map((job) => [job.key, job.attempt])).toEqual([['orphan', 2]]);
     expect(await jobs.selectFrom('vigil_jobs').selectAll().where('queue', '=', 'lapsed').execute()).toEqual([]);
@@ -82,17 +82,20 @@ describe('embedded scheduler on SQLite: claims and sleeping', () => {
     const queue = new EmbeddedJobQueue({ context: storage.context, clock, logger, leaseMs: 150 });
     const other = new EmbeddedJobQueue({ context: storage.context, clock, logger, leaseMs: 150 });
     let deliveries = 0;
+    let finished = 0;
     const handler = async () => {
       deliveries++;
+      // Several of its leases long: a claim not renewed would lapse meanwhile.
       await sleep(700);
+      finished++;
     };
     await queue.work('long', handler);
     await queue.start();
     await queue.schedule({ queue: 'long', key: 'long-job', dueAt: new Date(), payload: {} });
-    await sleep(50);
+    await waitFor(() => deliveries === 1, 10_000, 'the long job to start');
     await other.work('long', handler);
     await other.start();
-    await sleep(900);
+    await waitFor(() => finished === 1, 10_000, 'the long job to finish');
     await Promise.all([queue.stop(), other.stop()]);
     expect(deliveries).toBe(1);
   });
@@ -103,12 +106,12 @@ describe('embedded scheduler on SQLite: claims and sleeping', () => {
     await queue.work('wake', async (job) => void delivered.push({ key: job.key, lateMs: Date.now() - Date.parse(job.dueAt) }));
     await queue.start();
     await queue.schedule({ queue: 'wake', key: 'far', dueAt: new Date(Date.now() + 3_600_000), payload: {} });
-    await sleep(50); // now asleep until the far job
+    await sleep(50); // no signal says the scheduler is asleep now; this only makes it likely
     await queue.schedule({ queue: 'wake', key: 'soon', dueAt: new Date(Date.now() + 120), payload: {} });
-    await sleep(400);
+    // Asleep until the far job, an hour away: only a wake delivers this one at all.
+    await waitFor(() => delivered.length === 1, 10_000, 'the sooner job');
     await queue.stop();
     expect(delivered.map((entry) => entry.key)).toEqual(['soon']);
-    expect(delivered[0]!.lateMs).toBeLessThan(150);
   });
 
   it('goes by its injected clock: a job due in an hour is delivered at once when the clock says it is an hour later', async () => {
@@ -119,7 +122,7 @@ describe('embedded scheduler on SQLite: claims and sleeping', () => {
     await queue.start();
     await queue.schedule({ queue: 'clocked', key: 'in-an-hour', dueAt: new Date(Date.now() + 3_600_000), payload: {} });
     await queue.schedule({ queue: 'clocked', key: 'in-two-hours', dueAt: new Date(Date.now() + 7_200_000), payload: {} });
-    await sleep(200);
+    await waitFor(() => delivered.length === 1, 10_000, 'the job due an hour on');
     await queue.stop();
     expect(delivered).toEqual(['in-an-hour']);
   });
@@ -191,10 +194,11 @@ describe('embedded scheduler on SQLite: claims and sleeping', () => {
     });
     await queue.start();
     await queue.schedule({ queue: 'doomed', key: 'd', dueAt: new Date(), payload: {} });
-    await sleep(400);
+    const parked = () => storage.context.db.withTables<JobTables>().selectFrom('vigil_jobs').selectAll().where('queue', '=', 'doomed').executeTakeFirst();
+    await waitFor(async () => (await parked())?.state === 'failed', 10_000, 'the job to be parked');
     await queue.stop();
     expect(attempts).toBe(2);
-    const row = await storage.context.db.withTables<JobTables>().selectFrom('vigil_jobs').selectAll().where('queue', '=', 'doomed').executeTakeFirst();
+    const row = await parked();
     expect(row).toMatchObject({ state: 'failed', last_error: 'always', attempt: 2 });
   });
 });

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DueJob, JobQueue, StorageTransaction } from '../../src/app/job-queue.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 export interface JobQueueHarness {
   storage: SqlStorage;
@@ -43,13 +44,9 @@ export function jobQueueContract(name: string, open: () => Promise<JobQueueHarne
 
     const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 
-    async function until(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-      const start = Date.now();
-      while (!condition()) {
-        if (Date.now() - start > timeoutMs) throw new Error('timed out waiting for deliveries');
-        await sleep(20);
-      }
-    }
+    // Waits for deliveries with the shared waitFor; the sleeps left below are windows in
+    // which something must NOT happen (a second delivery), which no event can announce.
+    const until = (condition: () => boolean, timeoutMs = 15_000) => waitFor(condition, timeoutMs, 'deliveries');
 
     it('I7: delivers a job once, at (not before) its due time, with its payload', async () => {
       const queue = started();
