@@ -7,6 +7,8 @@ export interface InProcessEventBusOptions {
   replayWindowMs?: number;
   /** At most this many replayable events per thread (the oldest go first). */
   replayLimit?: number;
+  /** At most this many replayable events in all: past it, the threads quiet the longest lose theirs first. */
+  totalLimit?: number;
 }
 
 interface Numbered {
@@ -22,6 +24,11 @@ interface Numbered {
  * microseconds) and only grow, so an id a client kept across a restart of this process is
  * still below every new one and resumption never skips a new event; the replay buffer
  * itself is memory, so events before a restart are not replayed.
+ *
+ * The buffers are kept in the order their threads last published, so any publish also
+ * drops the buffers of threads that have been quiet for the whole window (their events
+ * can no longer be replayed), and those quiet the longest when the total is exceeded:
+ * memory follows the threads active within the window, not every thread ever seen.
  */
 export class InProcessEventBus implements EventBus {
   private readonly handlers = new Map<string, Set<EventHandler>>();
@@ -30,10 +37,14 @@ export class InProcessEventBus implements EventBus {
   private readonly lastIds = new Map<string, number>();
   private readonly replayWindowMs: number;
   private readonly replayLimit: number;
+  private readonly totalLimit: number;
+  /** Events in all the buffers. */
+  private total = 0;
 
   constructor(private readonly logger: Logger, options: InProcessEventBusOptions = {}) {
     this.replayWindowMs = options.replayWindowMs ?? 3_600_000;
     this.replayLimit = options.replayLimit ?? 2_000;
+    this.totalLimit = options.totalLimit ?? 200_000;
   }
 
   publish(event: VigilEvent): void {
@@ -69,7 +80,12 @@ export class InProcessEventBus implements EventBus {
   }
 
   async forgetThread(threadId: string): Promise<void> {
-    // Ids start from the clock, so a number forgotten here is never handed out again.
+    this.drop(threadId);
+  }
+
+  /** Ids start from the clock, so a number forgotten here is never handed out again. */
+  private drop(threadId: string): void {
+    this.total -= this.recent.get(threadId)?.length ?? 0;
     this.recent.delete(threadId);
     this.lastIds.delete(threadId);
   }
@@ -79,16 +95,26 @@ export class InProcessEventBus implements EventBus {
   async close(): Promise<void> {}
 
   private remember(threadId: string, numbered: Numbered): void {
-    let kept = this.recent.get(threadId);
-    if (!kept) {
-      kept = [];
-      this.recent.set(threadId, kept);
-    }
+    const kept = this.recent.get(threadId) ?? [];
+    // Moved to the end: the map's order is the order threads last published.
+    this.recent.delete(threadId);
+    this.recent.set(threadId, kept);
     kept.push(numbered);
+    this.total += 1;
     const horizon = numbered.at - this.replayWindowMs;
     let drop = Math.max(0, kept.length - this.replayLimit);
     while (drop < kept.length && kept[drop]!.at < horizon) drop += 1;
-    if (drop > 0) kept.splice(0, drop);
+    if (drop > 0) {
+      kept.splice(0, drop);
+      this.total -= drop;
+    }
+    // Threads at the front published longest ago: gone once quiet for the whole window, or while over the total.
+    for (const [quietId, events] of this.recent) {
+      if (quietId === threadId) break;
+      const newest = events.at(-1);
+      if (this.total <= this.totalLimit && newest !== undefined && newest.at >= horizon) break;
+      this.drop(quietId);
+    }
   }
 
   private deliver(handler: EventHandler, event: VigilEvent, id?: number): void {
