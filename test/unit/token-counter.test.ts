@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { TokenCounter } from '../../src/agent/context/token-counter.js';
 import { seededRandom as random } from '../helpers/seeded-random.js';
 
@@ -17,5 +18,21 @@ describe('token counts (I14)', () => {
       for (let index = 0; index < parts; index++) text += PARTS[Math.floor(next() * PARTS.length)];
       expect(counter.text(text), JSON.stringify(text)).toBe(encoder.encode(text, [], []).length);
     }
+  });
+
+  it('a message counted before answers its count again; one whose content was replaced, or a copy with other content, is counted afresh', () => {
+    const counter = new TokenCounter();
+    const fresh = () => new TokenCounter();
+    const message = new HumanMessage({ id: 'm-1', content: 'a short message from a person' });
+    const first = counter.message(message).tokens;
+    expect(counter.message(message).tokens).toBe(first);
+    message.content = 'a much longer message from a person, with several more words in it than before';
+    expect(counter.message(message).tokens).toBe(fresh().message(message).tokens);
+    expect(counter.message(message).tokens).toBeGreaterThan(first);
+    // The same id, other content (a copy cut to fit): never the original's count.
+    const cut = new AIMessage({ id: 'm-2', content: 'one two three four five six seven eight nine ten' });
+    counter.message(cut);
+    const shorter = new AIMessage({ id: 'm-2', content: 'one two' });
+    expect(counter.message(shorter).tokens).toBe(fresh().message(shorter).tokens);
   });
 });

@@ -81,6 +81,8 @@ export class TokenCounter {
   private readonly cache = new Map<string, MessageTokens & { key: string }>();
   /** Counts of the last long texts, whole (see text()). */
   private readonly recentTexts = new Map<string, number>();
+  /** Counts of message objects seen before, with the content they were counted for. */
+  private readonly byObject = new WeakMap<BaseMessage, { content: unknown; counted: MessageTokens }>();
 
   constructor(private readonly cacheSize = 20_000) {}
 
@@ -106,6 +108,17 @@ export class TokenCounter {
   }
 
   message(message: BaseMessage): MessageTokens {
+    // The same message object, turn after turn (a checkpoint read hands back the same
+    // instances): no key to build. Its content is compared by reference, so a message
+    // whose content was replaced is counted again.
+    const seen = this.byObject.get(message);
+    if (seen !== undefined && seen.content === message.content) return seen.counted;
+    const counted = this.byId(message);
+    this.byObject.set(message, { content: message.content, counted });
+    return counted;
+  }
+
+  private byId(message: BaseMessage): MessageTokens {
     const key = `${message.getType()}:${contentSize(message.content)}`;
     const cached = message.id ? this.cache.get(message.id) : undefined;
     if (cached && cached.key === key) return cached;
