@@ -1,8 +1,64 @@
-import { describePostgres, postgresTarget } from '../helpers/postgres.js';
-import { langgraphSdkSuite } from './langgraph-sdk.suite.js';
+import { Client } from '@langchain/langgraph-sdk';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describePostgres, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { ALICE, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { GatedModel, collect, langgraphSdkSuite } from './langgraph-sdk.suite.js';
+
+type Json = Record<string, any>;
 
 const postgres = await postgresTarget();
 
 describePostgres('LangGraph SDK against vigil on PostgreSQL', postgres, () => {
   langgraphSdkSuite(() => ({ kind: 'postgres', url: postgres.url }));
+});
+
+describePostgres('LangGraph protocol across two instances on one PostgreSQL database', postgres, () => {
+  let first: TestServer;
+  let second: TestServer;
+
+  beforeAll(async () => {
+    const place = { dataDir: await makeTempDir(), schema: randomSchemaName() };
+    first = await startTestServer({ kind: 'postgres', url: postgres.url }, { models: () => new GatedModel({}), place, langgraph: { heartbeatMs: 50 } });
+    second = await startTestServer({ kind: 'postgres', url: postgres.url }, { models: () => new GatedModel({}), place, langgraph: { heartbeatMs: 50 } });
+  });
+  afterAll(async () => {
+    for (const release of GatedModel.held.splice(0)) release();
+    await second?.close();
+    await first?.destroy();
+  });
+
+  it('a run in progress on one instance is joined on the other: its stream, resumed there with the Last-Event-ID the first gave, and its join', async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
+    const thread = await onFirst!.threads.create();
+    const run = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'across [hold]' }] } });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+    const modes = ['values', 'messages-tuple', 'custom'] as const;
+    // Read the running instance's stream up to the reply's first token, then drop it…
+    const controller = new AbortController();
+    const firstPart: Array<{ event: string; id?: string }> = [];
+    for await (const part of onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], signal: controller.signal })) {
+      firstPart.push(part);
+      if (part.event === 'messages') {
+        controller.abort();
+        break;
+      }
+    }
+    // …and go on from the other instance, as a client behind a load balancer would.
+    const lastEventId = firstPart.at(-1)!.id!;
+    const resumed = collect(onSecond!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], lastEventId }));
+    const joined = onSecond!.runs.join(thread.thread_id, run.run_id);
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the held model call');
+    GatedModel.held.shift()!();
+    const rest = await resumed;
+    expect(rest.every((event) => Number(event.id) > Number(lastEventId))).toBe(true);
+    const replyText = rest.filter((event) => event.event === 'messages').map((event) => (event.data as Json[])[0]!.content).join('');
+    expect(replyText).toBe(' across [hold]'); // the reply after its first word, 'Echo:'
+    expect(((await joined) as Json).messages.map((message: Json) => message.content)).toEqual(['across [hold]', 'Echo: across [hold]']);
+    // Numbered as the running instance numbered them: nothing lost, nothing repeated.
+    const whole = await collect(onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes] }));
+    expect([...firstPart, ...rest].map((event) => event.id)).toEqual(whole.map((event) => event.id));
+    expect([...firstPart, ...rest].map((event) => event.event)).toEqual(whole.map((event) => event.event));
+  });
 });

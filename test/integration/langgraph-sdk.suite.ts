@@ -15,7 +15,7 @@ type Json = Record<string, any>;
  * A fake chat model: answers "Echo: <text>" word by word. A person's text with `[hold]`
  * streams its first word, then waits until the test releases it (or the run is cancelled).
  */
-class GatedModel extends BaseChatModel {
+export class GatedModel extends BaseChatModel {
   static held: Array<() => void> = [];
   override _llmType(): string {
     return 'gated-fake';
@@ -68,7 +68,7 @@ function toolCall(messages: BaseMessage[]): { name: string; args: Record<string,
   return match ? { name: 'memory_write', args: { content: match[1]! }, id: `call_${randomUUID().slice(0, 8)}` } : undefined;
 }
 
-async function collect(stream: AsyncIterable<{ event: string; data: unknown; id?: string }>): Promise<Array<{ event: string; data: any; id?: string }>> {
+export async function collect(stream: AsyncIterable<{ event: string; data: unknown; id?: string }>): Promise<Array<{ event: string; data: any; id?: string }>> {
   const events: Array<{ event: string; data: any; id?: string }> = [];
   for await (const part of stream) events.push(part as { event: string; data: any; id?: string });
   return events;

@@ -14,6 +14,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 
 /** How long a finished run's stream waits for its run.end to come through the event bus. */
 const RUN_END_GRACE_MS = 10_000;
+/** How often a follower of another instance's run asks whether that run has ended. */
+const FOLLOW_CHECK_MS = 5_000;
 
 type Json = Record<string, unknown>;
 
@@ -81,6 +83,7 @@ interface RunShape {
 export class ProtocolRunManager {
   private readonly inFlight = new Map<string, InFlight>(); // runId →
   private readonly finished = new Map<string, RunFrames>(); // runId → frames, for a while
+  private readonly followed = new Map<string, RunFrames>(); // runId → frames of a run another instance runs
 
   constructor(private readonly deps: RunManagerDependencies) {}
 
@@ -102,7 +105,56 @@ export class ProtocolRunManager {
   }
 
   framesOf(runId: string): RunFrames | undefined {
-    return this.inFlight.get(runId)?.frames ?? this.finished.get(runId);
+    return this.inFlight.get(runId)?.frames ?? this.finished.get(runId) ?? this.followed.get(runId);
+  }
+
+  /**
+   * The frames of a run in progress that another instance runs (PostgreSQL): rebuilt here
+   * from the thread's events, which the event bus replays from the start of its window and
+   * then delivers live, through the same translation the running instance uses, until the
+   * run's run.end. Frames are numbered by their place in that sequence, as there, so a
+   * client may resume here with the Last-Event-ID it got there. One follower per run,
+   * shared by every join; it stops by itself when the run is found ended without a run.end
+   * coming through (checked every FOLLOW_CHECK_MS).
+   */
+  follow(shape: Omit<RunShape, 'metadata' | 'multitaskStrategy'>, vigilRunId: string): RunFrames {
+    const known = this.framesOf(shape.runId);
+    if (known !== undefined) return known;
+    const { frames, handle, finish } = this.tracker({ ...shape, metadata: {}, multitaskStrategy: 'reject' }, { follower: true });
+    this.followed.set(shape.runId, frames);
+    let started = false;
+    let ended = false;
+    let unsubscribe: (() => void) | undefined;
+    let check: NodeJS.Timeout | undefined;
+    const stop = () => {
+      if (ended) return;
+      ended = true;
+      clearInterval(check);
+      queueMicrotask(() => unsubscribe?.());
+      void finish().then(() => setTimeout(() => this.followed.delete(shape.runId), this.deps.retentionMs).unref());
+    };
+    check = setInterval(() => {
+      void this.deps.conversations.getRun(shape.userId, vigilRunId).then(
+        async (run) => {
+          if (run.status === 'running') return;
+          await delay(RUN_END_GRACE_MS, undefined, { ref: false }); // its run.end may still be on its way
+          stop();
+        },
+        () => undefined, // not recorded yet: still waiting for its thread
+      );
+    }, FOLLOW_CHECK_MS).unref();
+    unsubscribe = this.deps.events.subscribe(
+      shape.thread.id,
+      (event) => {
+        if (ended) return;
+        const ours = 'runId' in event && event.runId === vigilRunId;
+        if (ours && event.type === 'run.start') started = true;
+        if (ours || (started && event.type.startsWith('timer.'))) handle(event);
+        if (ours && event.type === 'run.end') stop();
+      },
+      { afterEventId: 0 },
+    );
+    return frames;
   }
 
   /** Wait for a run of this process to settle (false when it is not in flight here). */
@@ -251,7 +303,7 @@ export class ProtocolRunManager {
   }
 
   /** The frames of one protocol run, and how vigil's events become them (in order, one at a time). */
-  private tracker(shape: RunShape): { frames: RunFrames; handle: (event: VigilEvent) => void; finish: () => Promise<void> } {
+  private tracker(shape: RunShape, options: { follower?: boolean } = {}): { frames: RunFrames; handle: (event: VigilEvent) => void; finish: () => Promise<void> } {
     const { userId, thread, agent, runId } = shape;
     const frames = new RunFrames();
     frames.push('metadata', { run_id: runId, thread_id: thread.id, attempt: 1 });
@@ -295,7 +347,7 @@ export class ProtocolRunManager {
         frames.push('values', state.values);
       }
       if (event.type === 'run.start') {
-        await this.deps.store.setRunState(runId, 'started');
+        if (!options.follower) await this.deps.store.setRunState(runId, 'started');
         frames.push('events', { event: 'on_chain_start', name: agent.kind, run_id: runId, tags: [], metadata: meta, data: { input: null } });
       }
       if (event.type === 'run.end') frames.push('events', { event: 'on_chain_end', name: agent.kind, run_id: runId, tags: [], metadata: meta, data: { output: (await values()).values } });

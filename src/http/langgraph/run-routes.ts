@@ -80,6 +80,19 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     return valuesOf(context, userId, threadId);
   }
 
+  /**
+   * The frames of a run in progress that this process does not run (another instance on the
+   * same PostgreSQL database runs it), followed from the thread's events; undefined when the
+   * run is not in progress.
+   */
+  async function followed(userId: string, threadId: string, runId: string, run: Json): Promise<RunFrames | undefined> {
+    if (!['pending', 'running'].includes(String(run.status))) return undefined;
+    const row = await store.getRun(userId, runId);
+    const thread = await deps.conversations.getThread(userId, threadId);
+    const agent = await deps.agents.get(userId, thread.agentId);
+    return runs.follow({ runId, userId, thread, agent }, row?.vigilRunId ?? runId);
+  }
+
   async function runDto(userId: string, threadId: string, runId: string): Promise<Json> {
     const row = await store.getRun(userId, runId);
     const run = await deps.conversations.getRun(userId, row?.vigilRunId ?? runId).catch((error: unknown) => {
@@ -245,8 +258,12 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
 
     app.get('/threads/:thread_id/runs/:run_id/join', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: joinQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) => {
       const { userId, params } = request;
-      await runDto(userId, params.thread_id, params.run_id);
-      await runs.settle(params.run_id);
+      const run = await runDto(userId, params.thread_id, params.run_id);
+      if (!(await runs.settle(params.run_id))) {
+        // Another instance runs it: wait for its end to come through the event bus.
+        const frames = await followed(userId, params.thread_id, params.run_id, run);
+        while (frames && !frames.done) await frames.changed(60_000);
+      }
       return finalValues(userId, params.thread_id);
     });
 
@@ -258,7 +275,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       const header = request.headers['last-event-id'];
       const after = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : -1;
       const cancelOnDisconnect = query.cancel_on_disconnect === '1' || query.cancel_on_disconnect === 'true';
-      let frames = runs.framesOf(params.run_id);
+      let frames = runs.framesOf(params.run_id) ?? (await followed(userId, params.thread_id, params.run_id, run));
       if (!frames && !['pending', 'running'].includes(String(run.status))) {
         // A run that ended before this process kept its frames (long ago, or on another instance): its outcome.
         frames = new RunFrames();
