@@ -12,6 +12,7 @@ import type { ChatModelResolver, Clock, Storage } from './app/ports.js';
 import { RunCoordinator } from './app/run-coordinator.js';
 import { InProcessEventBus } from './adapters/events/in-process-event-bus.js';
 import { PostgresEventBus } from './adapters/events/postgres-event-bus.js';
+import { PostgresRunCancellations } from './adapters/runs/postgres-run-cancellations.js';
 import { PostgresListener } from './adapters/sql/postgres-listener.js';
 import type { EventBus } from './app/ports.js';
 import { randomUUID } from 'node:crypto';
@@ -141,6 +142,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let metricsServer: MetricsServer | undefined;
   let tracing: OtelTracing | undefined;
   let listener: PostgresListener | undefined;
+  let stopCancelListening: (() => void) | undefined;
   let openedEvents: EventBus | undefined;
   let roles: SingletonRoles | undefined;
   const instanceId = config.instanceId ?? randomUUID().slice(0, 8);
@@ -233,6 +235,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
     const agents = new AgentService(storage, clock, options.demoAgent && config.model === 'demo' ? demoDefaultAgent() : undefined);
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
+    if (listener) stopCancelListening = await conversations.cancelAcrossInstances(new PostgresRunCancellations({ db: storage.context.db, listener, schema: config.databaseSchema, logger }));
     const memories = new MemoryService(storage, agents, clock);
     const threadContext = new ThreadContextService(conversations, agents, threadContextReader(contextWindow, graphs, config.model));
     const jobQueue = openJobQueue({ ...lockTarget, clock, jobLeaseMs: options.autonomy?.jobLeaseMs, withLogContext: bundle.withLogContext, timerConcurrency: config.timerConcurrency });
@@ -474,6 +477,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last traces'));
           await lockService.close();
           await eventBus.close?.();
+          stopCancelListening?.();
           await listener?.close();
           await storage.close();
           logger.info('stopped');

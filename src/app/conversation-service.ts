@@ -8,6 +8,7 @@ import type { RunContext } from '../domain/run-context.js';
 import type { AgentService } from './agent-service.js';
 import type { Admission, RunCoordinator, RunDeclined, RunOutcome } from './run-coordinator.js';
 import type { Clock, MessagePage, RunRecord, Storage, ThreadPage, ThreadRecord } from './ports.js';
+import type { RunCancellations } from './runs/run-cancellation.js';
 
 export interface HistoryQuery {
   includeInternal: boolean;
@@ -47,6 +48,7 @@ export class ConversationService {
   private readonly threadDeletedHooks: ThreadDeletedHook[] = [];
   private readonly threadGoneHooks: ThreadGoneHook[] = [];
   private readonly triggeredRunGuards: TriggeredRunGuard[] = [];
+  private cancellations: RunCancellations | undefined;
 
   constructor(
     private readonly storage: Storage,
@@ -224,8 +226,15 @@ export class ConversationService {
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */
   async cancelRun(userId: string, runId: string): Promise<RunRecord> {
     const run = await this.getRun(userId, runId);
-    this.coordinator.cancel(userId, runId);
+    // Not running here: another instance may run it (a cancel reaches whichever instance the client reached).
+    if (!this.coordinator.cancel(userId, runId) && run.status === 'running') await this.cancellations?.request({ runId, userId });
     return run;
+  }
+
+  /** Cancels that reach the other instances (PostgreSQL); this instance then hears theirs. */
+  async cancelAcrossInstances(cancellations: RunCancellations): Promise<() => void> {
+    this.cancellations = cancellations;
+    return cancellations.listen((cancel) => void this.coordinator.cancel(cancel.userId, cancel.runId));
   }
 
   /** Whether the run added any message to its thread (for a webhook: whether its task was stored). */

@@ -2,7 +2,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describePostgres, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
-import { ALICE, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { GatedModel, collect, langgraphSdkSuite } from './langgraph-sdk.suite.js';
 
@@ -60,5 +60,24 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     const whole = await collect(onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes] }));
     expect([...firstPart, ...rest].map((event) => event.id)).toEqual(whole.map((event) => event.id));
     expect([...firstPart, ...rest].map((event) => event.event)).toEqual(whole.map((event) => event.event));
+  });
+
+  it('a cancel sent to the instance that does not run the run stops it there: vigil\'s API, and the protocol\'s with wait; another user\'s cancel does nothing (I12)', async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
+    // vigil's own route: the run is on the first instance, the cancel goes to the second.
+    const thread = await onFirst!.threads.create();
+    const held = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'stop me [hold]' }] } });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+    expect((await second.request('POST', `/api/runs/${held.run_id}/cancel`, { token: BOB.token })).status).toBe(404);
+    expect((await onFirst!.runs.get(thread.thread_id, held.run_id)).status).toBe('running');
+    expect((await second.request('POST', `/api/runs/${held.run_id}/cancel`)).status).toBe(202);
+    await waitFor(async () => (await onFirst!.runs.get(thread.thread_id, held.run_id)).status === 'interrupted', 10_000, 'the run to be cancelled');
+    GatedModel.held.splice(0);
+    // The protocol's cancel with wait: answered once the run has ended on the first instance.
+    const again = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'and me [hold]' }] } });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the second run to reach the model');
+    await onSecond!.runs.cancel(thread.thread_id, again.run_id, true);
+    expect((await onSecond!.runs.get(thread.thread_id, again.run_id)).status).toBe('interrupted');
+    GatedModel.held.splice(0);
   });
 });

@@ -93,6 +93,10 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     return runs.follow({ runId, userId, thread, agent }, row?.vigilRunId ?? runId);
   }
 
+  async function endOf(frames: RunFrames | undefined): Promise<void> {
+    while (frames && !frames.done) await frames.changed(60_000);
+  }
+
   async function runDto(userId: string, threadId: string, runId: string): Promise<Json> {
     const row = await store.getRun(userId, runId);
     const run = await deps.conversations.getRun(userId, row?.vigilRunId ?? runId).catch((error: unknown) => {
@@ -246,11 +250,11 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
 
     app.post('/threads/:thread_id/runs/:run_id/cancel', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: cancelRunQuery, response: { 200: anyObject, 202: z.null(), 404: errorBody, 422: errorBody } } }, async (request, reply) => {
       const { userId, params, query } = request;
-      await runDto(userId, params.thread_id, params.run_id);
+      const before = await runDto(userId, params.thread_id, params.run_id);
       if (query.action === 'rollback') throw new VigilError('UNSUPPORTED_OPTION', 'cancel action "rollback" is not supported: vigil never deletes messages (I14)');
       await runs.cancel(userId, params.run_id);
       if (query.wait === '1' || query.wait === 'true') {
-        await runs.settle(params.run_id);
+        if (!(await runs.settle(params.run_id))) await endOf(await followed(userId, params.thread_id, params.run_id, before));
         return runDto(userId, params.thread_id, params.run_id);
       }
       return reply.status(202).send(null);
@@ -259,11 +263,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     app.get('/threads/:thread_id/runs/:run_id/join', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: joinQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) => {
       const { userId, params } = request;
       const run = await runDto(userId, params.thread_id, params.run_id);
-      if (!(await runs.settle(params.run_id))) {
-        // Another instance runs it: wait for its end to come through the event bus.
-        const frames = await followed(userId, params.thread_id, params.run_id, run);
-        while (frames && !frames.done) await frames.changed(60_000);
-      }
+      // Another instance runs it: wait for its end to come through the event bus.
+      if (!(await runs.settle(params.run_id))) await endOf(await followed(userId, params.thread_id, params.run_id, run));
       return finalValues(userId, params.thread_id);
     });
 
