@@ -73,11 +73,26 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     expect((await second.request('POST', `/api/runs/${held.run_id}/cancel`)).status).toBe(202);
     await waitFor(async () => (await onFirst!.runs.get(thread.thread_id, held.run_id)).status === 'interrupted', 10_000, 'the run to be cancelled');
     GatedModel.held.splice(0);
+    await waitFor(async () => (await onFirst!.threads.get(thread.thread_id)).status === 'idle', 10_000, 'the thread to be idle again');
     // The protocol's cancel with wait: answered once the run has ended on the first instance.
     const again = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'and me [hold]' }] } });
     await waitFor(() => GatedModel.held.length > 0, 10_000, 'the second run to reach the model');
     await onSecond!.runs.cancel(thread.thread_id, again.run_id, true);
     expect((await onSecond!.runs.get(thread.thread_id, again.run_id)).status).toBe('interrupted');
+    GatedModel.held.splice(0);
+  });
+
+  it('multitask across instances: reject sees the run the other instance runs (409), interrupt cancels it there and answers (I8)', async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
+    const thread = await onFirst!.threads.create();
+    const held = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'first [hold]' }] } });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+    const rejected = await second.request('POST', `/threads/${thread.thread_id}/runs`, { body: { assistant_id: 'agent', input: { messages: [{ type: 'human', content: 'second' }] } } });
+    expect(rejected.status).toBe(409);
+    expect(rejected.body.error.code).toBe('THREAD_BUSY');
+    const interrupting = (await onSecond!.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'third' }] }, multitaskStrategy: 'interrupt' })) as Json;
+    expect(interrupting.messages.at(-1).content).toBe('Echo: third');
+    expect((await onFirst!.runs.get(thread.thread_id, held.run_id)).status).toBe('interrupted');
     GatedModel.held.splice(0);
   });
 });

@@ -167,14 +167,17 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       if (checkpointId !== latest) throw new VigilError('UNSUPPORTED_OPTION', `a run starts from the thread's latest state (${latest}); branching from an earlier checkpoint is not supported (history is never rewritten, I14)`);
     }
     const strategy = body.multitask_strategy ?? 'reject';
-    if (runs.isBusy(thread.id) && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}"; resume once it waits for your decision`);
-    if (runs.isBusy(thread.id)) {
+    // In flight here, or running on any instance (its run record says so).
+    const elsewhere = (await deps.conversations.listRuns(userId, thread.id, 5)).filter((other) => other.status === 'running').map((other) => other.id);
+    const busy = runs.isBusy(thread.id) || elsewhere.length > 0;
+    if (busy && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}"; resume once it waits for your decision`);
+    if (busy) {
       if (strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
       if (strategy === 'interrupt') {
-        // Cancel what holds or waits for the thread; its messages so far stay (I14).
+        // Cancel what holds or waits for the thread, on any instance; its messages so far stay (I14).
         for (const other of runs.inFlightOn(thread.id)) await runs.cancel(userId, other.runId);
         const active = runs.activeRunOf(thread.id);
-        if (active) await runs.cancel(userId, active);
+        for (const running of new Set([...(active ? [active] : []), ...elsewhere])) await runs.cancel(userId, running);
       }
     }
     const run = decisions
