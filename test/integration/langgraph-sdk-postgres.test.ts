@@ -82,11 +82,13 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     GatedModel.held.splice(0);
   });
 
-  it('multitask across instances: reject sees the run the other instance runs (409), interrupt cancels it there and answers (I8)', async () => {
+  it('multitask across instances: the thread shows busy there, reject sees the run the other instance runs (409), interrupt cancels it there and answers (I8)', async () => {
     const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
     const thread = await onFirst!.threads.create();
     const held = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'first [hold]' }] } });
     await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+    expect((await onSecond!.threads.get(thread.thread_id)).status).toBe('busy');
+    expect((await onSecond!.threads.search({ status: 'busy', limit: 100 })).map((found) => found.thread_id)).toContain(thread.thread_id);
     const rejected = await second.request('POST', `/threads/${thread.thread_id}/runs`, { body: { assistant_id: 'agent', input: { messages: [{ type: 'human', content: 'second' }] } } });
     expect(rejected.status).toBe(409);
     expect(rejected.body.error.code).toBe('THREAD_BUSY');

@@ -38,9 +38,12 @@ export async function visibleMessages(context: ProtocolContext, userId: string, 
   return pages.flat();
 }
 
-export async function threadStatus(context: ProtocolContext, threadId: string): Promise<ThreadStatus> {
+export async function threadStatus(context: ProtocolContext, thread: Pick<ThreadRecord, 'id' | 'userId'>): Promise<ThreadStatus> {
+  const threadId = thread.id;
   // A run of any kind: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
   if (context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined) return 'busy';
+  // …on any instance: the thread's newest run record is still running.
+  if ((await context.deps.conversations.listRuns(thread.userId, threadId, 1))[0]?.status === 'running') return 'busy';
   if (context.deps.approvals && (await context.deps.approvals.hasPending(threadId))) return 'interrupted';
   return 'idle';
 }
@@ -78,7 +81,7 @@ export async function describeThread(context: ProtocolContext, thread: ThreadRec
   const metadata = threadMetadata(thread, stored ?? (await context.store.threadMetadata(thread.userId, thread.id)), await kindOf(context, thread));
   const interrupts = await interruptsOf(context, thread.userId, thread.id);
   const values = await valuesOf(context, thread.userId, thread.id, interrupts);
-  return toThread(thread, metadata, await threadStatus(context, thread.id), values, Object.fromEntries(interrupts.map((interrupt) => [interrupt.id as string, [interrupt]])));
+  return toThread(thread, metadata, await threadStatus(context, thread), values, Object.fromEntries(interrupts.map((interrupt) => [interrupt.id as string, [interrupt]])));
 }
 
 /** `metadata.vigil` is vigil's own extension: a client cannot write it. */

@@ -103,7 +103,7 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
         if (ids && !ids.has(thread.id)) continue;
         const metadata = threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId));
         if (body.metadata && !containsMetadata(metadata, body.metadata)) continue;
-        const status = await threadStatus(context, thread.id);
+        const status = await threadStatus(context, thread);
         if (body.status && status !== body.status) continue;
         rows.push({ thread, metadata, status });
       }
@@ -132,7 +132,7 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
         const page = await deps.conversations.listThreads(userId, { limit: 100, cursor });
         for (const thread of page.threads) {
           if (body.metadata && !containsMetadata(threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId)), body.metadata)) continue;
-          if (body.status && (await threadStatus(context, thread.id)) !== body.status) continue;
+          if (body.status && (await threadStatus(context, thread)) !== body.status) continue;
           count += 1;
         }
         cursor = page.nextCursor ?? undefined;
