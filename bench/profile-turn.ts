@@ -13,8 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BackendName } from './backends.js';
 import { langGraphHarness, vigilHarness, type Variant } from './turn.bench.js';
-import type { BenchOptions } from './types.js';
-import { round, stats } from './util.js';
+import { diagnosticOptions, round, stats } from './util.js';
 
 interface ProfileNode {
   id: number;
@@ -35,14 +34,7 @@ async function main(): Promise<void> {
   const backend = backendArg as BackendName;
   const size = Number(sizeArg);
   const turns = Number(turnsArg);
-  const cleanups: (() => Promise<void>)[] = [];
-  const options: BenchOptions = {
-    quick: false,
-    full: false,
-    postgresUrl: process.env.VIGIL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    onCleanup: (cleanup) => void cleanups.push(cleanup),
-    progress: (message) => console.error(message),
-  };
+  const { options, cleanup } = diagnosticOptions((message) => console.error(message));
   try {
     const harness = variant === 'vigil' ? await vigilHarness(options, backend) : await langGraphHarness(options, backend, variant);
     await harness.seed(size);
@@ -66,7 +58,7 @@ async function main(): Promise<void> {
     console.log(`${variant} on ${backend}, ${size} messages, ${turns} turns: p50 ${round(result.p50, 1)} ms, mean ${round(result.mean, 1)} ms; profile ${file}`);
     summarise(profile, turns);
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    await cleanup();
   }
 }
 

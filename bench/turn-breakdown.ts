@@ -15,7 +15,7 @@ import { SqlRunRepository } from '../src/adapters/sql/run-repository.js';
 import { SqlThreadRepository } from '../src/adapters/sql/thread-repository.js';
 import type { BackendName } from './backends.js';
 import { langGraphHarness, vigilHarness, type TurnHarness } from './turn.bench.js';
-import type { BenchOptions } from './types.js';
+import { diagnosticOptions } from './util.js';
 
 const wall = new Map<string, { ms: number; calls: number }>();
 
@@ -51,14 +51,7 @@ async function main(): Promise<void> {
   wrap(NodeSqliteSaver.prototype, 'saver', ['put', 'putWrites', 'getTuple']);
   wrap(PostgresSaver.prototype, 'saver', ['put', 'putWrites', 'getTuple']);
   wrap(DemoChatModel.prototype, 'model', ['invoke']);
-  const cleanups: (() => Promise<void>)[] = [];
-  const options: BenchOptions = {
-    quick: false,
-    full: false,
-    postgresUrl: process.env.VIGIL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    onCleanup: (cleanup) => void cleanups.push(cleanup),
-    progress: () => undefined,
-  };
+  const { options, cleanup } = diagnosticOptions();
   try {
     const makers: [string, () => Promise<TurnHarness>][] = [
       ['vigil', () => vigilHarness(options, backend)],
@@ -78,7 +71,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    await cleanup();
   }
 }
 

@@ -9,20 +9,13 @@
  */
 import type { BackendName } from './backends.js';
 import { vigilHarness } from './turn.bench.js';
-import type { BenchOptions } from './types.js';
+import { diagnosticOptions } from './util.js';
 
 async function main(): Promise<void> {
   const backend = (process.argv[2] ?? 'sqlite') as BackendName;
   const size = Number(process.argv[3] ?? 100);
   const turns = Number(process.argv[4] ?? 200);
-  const cleanups: (() => Promise<void>)[] = [];
-  const options: BenchOptions = {
-    quick: false,
-    full: false,
-    postgresUrl: process.env.VIGIL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    onCleanup: (cleanup) => void cleanups.push(cleanup),
-    progress: () => undefined,
-  };
+  const { options, cleanup } = diagnosticOptions();
   try {
     const harness = await vigilHarness(options, backend);
     await harness.seed(size);
@@ -39,7 +32,7 @@ async function main(): Promise<void> {
     const growth = [...names].map((name) => [name, ((after.get(name) ?? 0) - (before.get(name) ?? 0)) / turns] as const);
     for (const [name, bytes] of growth.sort((a, b) => b[1] - a[1])) if (bytes !== 0) console.log(`${bytes.toFixed(0).padStart(8)}  ${name}`);
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    await cleanup();
   }
 }
 

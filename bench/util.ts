@@ -204,3 +204,23 @@ export function round(value: number, digits = 3): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
 }
+
+/**
+ * Options for a diagnostic script run on its own (turn-bytes, turn-breakdown, profile-turn),
+ * with PostgreSQL at VIGIL_BENCH_DATABASE_URL or the local test database, and the cleanup
+ * to run at its end.
+ */
+export function diagnosticOptions(progress: (message: string) => void = () => undefined): { options: BenchOptions; cleanup: () => Promise<void> } {
+  const cleanups: (() => Promise<void>)[] = [];
+  const options: BenchOptions = {
+    quick: false,
+    full: false,
+    postgresUrl: process.env.VIGIL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    onCleanup: (cleanup) => void cleanups.push(cleanup),
+    progress,
+  };
+  const cleanup = async () => {
+    for (const done of cleanups.reverse()) await done().catch(() => undefined);
+  };
+  return { options, cleanup };
+}

@@ -18,7 +18,7 @@ describe('in-process bus: replay buffers', () => {
     return seen;
   };
 
-  it('a thread quiet for the whole window loses its buffer when any thread publishes; a recent one keeps it', async () => {
+  it('I15: a thread quiet for the whole window loses its buffer when any thread publishes; a recent one keeps it', async () => {
     const bus = new InProcessEventBus(pino({ level: 'silent' }), { replayWindowMs: 40 });
     bus.publish(event('quiet', 'old'));
     const published = Date.now();

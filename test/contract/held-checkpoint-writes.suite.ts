@@ -10,9 +10,9 @@ import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messa
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt, messagesStateReducer } from '@langchain/langgraph';
 import { emptyCheckpoint, type BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { HOLD_SUPERSEDED_WRITES, type Storage } from '../../src/app/ports.js';
-import type { LogBackend } from './message-log.suite.js';
+import { openedBackend, type LogBackend } from './message-log.suite.js';
 
 const State = Annotation.Root({
   messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
@@ -71,14 +71,10 @@ async function gaps(saver: BaseCheckpointSaver, threadId: string): Promise<strin
 }
 
 export function heldCheckpointWritesSuite(makeBackend: () => Promise<LogBackend>): void {
+  const opened = openedBackend(makeBackend);
   let backend: LogBackend;
-
-  beforeAll(async () => {
-    backend = await makeBackend();
-  }, 60_000);
-
-  afterAll(async () => {
-    await backend.close();
+  beforeAll(() => {
+    backend = opened();
   });
 
   it('a run that asks stores one checkpoint a turn fewer and no writes of its finished tasks; the chain has no gap; state and history read back as MemorySaver holds them', async () => {
@@ -113,7 +109,7 @@ export function heldCheckpointWritesSuite(makeBackend: () => Promise<LogBackend>
     expect(compared).toBe(8);
   });
 
-  it('an interrupt is stored at once (another server sees the question before the run settles); resumed, the run ends as MemorySaver\'s does', async () => {
+  it('I16: an interrupt is stored at once (another server sees the question before the run settles); resumed, the run ends as MemorySaver\'s does', async () => {
     const server = await backend.open();
     const graph = buildGraph(server.checkpointer);
     const reference = buildGraph(new MemorySaver());

@@ -99,15 +99,23 @@ function buildSummaryGraph(checkpointer: BaseCheckpointSaver) {
     .compile({ checkpointer });
 }
 
-export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
+/** A backend opened before the suite's tests and closed after them; call inside a describe. */
+export function openedBackend(makeBackend: () => Promise<LogBackend>): () => LogBackend {
   let backend: LogBackend;
-
   beforeAll(async () => {
     backend = await makeBackend();
   }, 60_000);
-
   afterAll(async () => {
     await backend.close();
+  });
+  return () => backend;
+}
+
+export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
+  const opened = openedBackend(makeBackend);
+  let backend: LogBackend;
+  beforeAll(() => {
+    backend = opened();
   });
 
   it('the graph\'s input, which the input checkpoint keeps, refers to the log: a person\'s message is stored once, and reads back as MemorySaver holds it', async () => {

@@ -29,7 +29,7 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     await first?.destroy();
   });
 
-  it('a run in progress on one instance is joined on the other: its stream, resumed there with the Last-Event-ID the first gave, and its join', async () => {
+  it('I15: a run in progress on one instance is joined on the other: its stream, resumed there with the Last-Event-ID the first gave, and its join', async () => {
     const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
     const thread = await onFirst!.threads.create();
     const run = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'across [hold]' }] } });

@@ -383,7 +383,7 @@ export function webhookSuite(backend: () => Backend): void {
       }
     });
 
-    it('a retry while the earlier attempt may still be storing its task answers 409 HOOK_DELIVERY_PENDING and starts nothing; one that never recorded a run for over an hour is taken over', async () => {
+    it('I11: a retry while the earlier attempt may still be storing its task answers 409 HOOK_DELIVERY_PENDING and starts nothing; one that never recorded a run for over an hour is taken over', async () => {
       const threadId = await newThread();
       const hook = await createHook({ threadId });
       const running = `running-${randomUUID()}`;

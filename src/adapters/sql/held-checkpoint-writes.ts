@@ -161,7 +161,7 @@ export class HeldCheckpointWrites {
 
   /** The thread is being deleted: nothing held for it may be written afterwards. */
   forgetThread(threadId: string): void {
-    for (const key of this.#held.keys()) if (key.startsWith(`${threadId}\u0000`)) this.#held.delete(key);
+    this.take(threadId);
   }
 
   /** The oldest entries past the bound, taken out to be written. */

@@ -38,12 +38,20 @@ export async function visibleMessages(context: ProtocolContext, userId: string, 
   return pages.flat();
 }
 
+/**
+ * The run in progress on the thread, on any instance: its newest run record, when still
+ * running (runs on one thread never overlap, I8, so a running one is the newest).
+ */
+export async function runningRunOf(context: ProtocolContext, userId: string, threadId: string): Promise<string | undefined> {
+  const [newest] = await context.deps.conversations.listRuns(userId, threadId, 1);
+  return newest?.status === 'running' ? newest.id : undefined;
+}
+
 export async function threadStatus(context: ProtocolContext, thread: Pick<ThreadRecord, 'id' | 'userId'>): Promise<ThreadStatus> {
   const threadId = thread.id;
   // A run of any kind: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
   if (context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined) return 'busy';
-  // …on any instance: the thread's newest run record is still running.
-  if ((await context.deps.conversations.listRuns(thread.userId, threadId, 1))[0]?.status === 'running') return 'busy';
+  if ((await runningRunOf(context, thread.userId, threadId)) !== undefined) return 'busy';
   if (context.deps.approvals && (await context.deps.approvals.hasPending(threadId))) return 'interrupted';
   return 'idle';
 }

@@ -7,7 +7,7 @@ import type { ThreadRecord } from '../../app/ports.js';
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
-import { clientMetadata, pendingApprovals, resolveAssistant, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, pendingApprovals, resolveAssistant, runningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 import type { ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
 
@@ -168,8 +168,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     }
     const strategy = body.multitask_strategy ?? 'reject';
     // In flight here, or running on any instance (its run record says so).
-    const elsewhere = (await deps.conversations.listRuns(userId, thread.id, 5)).filter((other) => other.status === 'running').map((other) => other.id);
-    const busy = runs.isBusy(thread.id) || elsewhere.length > 0;
+    const elsewhere = await runningRunOf(context, userId, thread.id);
+    const busy = runs.isBusy(thread.id) || elsewhere !== undefined;
     if (busy && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}"; resume once it waits for your decision`);
     if (busy) {
       if (strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
@@ -177,7 +177,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         // Cancel what holds or waits for the thread, on any instance; its messages so far stay (I14).
         for (const other of runs.inFlightOn(thread.id)) await runs.cancel(userId, other.runId);
         const active = runs.activeRunOf(thread.id);
-        for (const running of new Set([...(active ? [active] : []), ...elsewhere])) await runs.cancel(userId, running);
+        for (const running of new Set([active, elsewhere])) if (running !== undefined) await runs.cancel(userId, running);
       }
     }
     const run = decisions
