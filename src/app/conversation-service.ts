@@ -226,9 +226,18 @@ export class ConversationService {
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */
   async cancelRun(userId: string, runId: string): Promise<RunRecord> {
     const run = await this.getRun(userId, runId);
-    // Not running here: another instance may run it (a cancel reaches whichever instance the client reached).
-    if (!this.coordinator.cancel(userId, runId) && run.status === 'running') await this.cancellations?.request({ runId, userId });
+    if (run.status === 'running') await this.cancelAnywhere(userId, runId);
     return run;
+  }
+
+  /**
+   * Cancel a run of this user wherever it is: in progress or waiting for its thread, in
+   * this process or, when this process does not have it, on another instance (a cancel
+   * reaches whichever instance the client reached). The caller has checked that the run is
+   * the user's; another instance cancels it for that user only (I12).
+   */
+  async cancelAnywhere(userId: string, runId: string): Promise<void> {
+    if (!this.coordinator.cancel(userId, runId)) await this.cancellations?.request({ runId, userId });
   }
 
   /** Cancels that reach the other instances (PostgreSQL); this instance then hears theirs. */

@@ -13,7 +13,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './runs/retry-policy.js';
 import { RunExecution } from './runs/run-execution.js';
 import type { RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
 import { messagesOf } from './runs/stream-attempt.js';
-import { InProcessThreadLocks, type ThreadLockService } from './thread-lock.js';
+import { InProcessThreadLocks, type ThreadLease, type ThreadLockService } from './thread-lock.js';
 
 export type { Admission, RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
 export { publicMetadataOf } from './runs/message-projector.js';
@@ -65,6 +65,8 @@ interface ActiveRun {
 export class RunCoordinator {
   private readonly locks: ThreadLockService;
   private readonly active = new Map<string, ActiveRun>(); // runId → run
+  /** Runs waiting for their thread's lock, cancellable by id before they start. */
+  private readonly waiting = new Map<string, ActiveRun>(); // runId → run
   private readonly runEndHooks: RunEndHook[] = [];
   private readonly retry: RetryPolicy;
   private readonly projector: MessageProjector;
@@ -78,9 +80,12 @@ export class RunCoordinator {
     this.projector = new MessageProjector({ storage: deps.storage, clock: deps.clock, logger: deps.logger, emit: (event) => this.emit(event) });
   }
 
-  /** Cancel a run of this user; false when no such run is in progress. */
+  /**
+   * Cancel a run of this user: one in progress, or one still waiting for its thread (it
+   * then never starts); false when this process has no such run.
+   */
   cancel(userId: string, runId: string): boolean {
-    const run = this.active.get(runId);
+    const run = this.active.get(runId) ?? this.waiting.get(runId);
     if (!run || run.userId !== userId) return false;
     run.controller.abort(new VigilError('RUN_CANCELLED', 'the run was cancelled'));
     return true;
@@ -128,14 +133,14 @@ export class RunCoordinator {
     if (this.stopping) throw new VigilError('RUN_CANCELLED', STOPPING_REASON);
     const registered = this.deps.graphs[agent.kind];
     if (!registered) throw new VigilError('VALIDATION_FAILED', `agents of kind "${agent.kind}" cannot run on this server`);
-    // A person is never kept waiting behind the agent talking to itself.
-    // (A chat channel's message is a person speaking too.)
-    if (context.trigger === 'user' || context.trigger === 'channel') await this.locks.requestYield(context.threadId);
-    const lease = request.whenBusy === 'decline' ? await this.locks.tryAcquire(context.threadId) : await this.locks.acquire(context.threadId);
+    const controller = new AbortController();
+    const lease = await this.waitForThread(request, controller);
     if (!lease) return { declined: 'thread_busy' };
     this.critical += 1;
     try {
-      const controller = new AbortController();
+      // Cancelled as its wait ended (by id, or its caller went away): it never starts, so a
+      // queued message that was called off is not added to the thread.
+      if (controller.signal.aborted) throw controller.signal.reason;
       if (PREEMPTIBLE_TRIGGERS.has(context.trigger)) {
         const preempt = () => controller.abort(new VigilError('RUN_CANCELLED', PREEMPTED_REASON));
         if (lease.yieldRequested.aborted) preempt();
@@ -154,6 +159,42 @@ export class RunCoordinator {
     } finally {
       this.critical -= 1;
       await lease.release();
+    }
+  }
+
+  /**
+   * Take the thread's lock (or none, for a run that declines when busy). Cancelled by id or
+   * by its caller meanwhile, the run stops waiting at once with RUN_CANCELLED: its place in
+   * the queue passes the lock straight on when its turn comes.
+   */
+  private async waitForThread(request: RunRequest, controller: AbortController): Promise<ThreadLease | undefined> {
+    const { context } = request;
+    const waiting: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller };
+    this.waiting.set(context.runId, waiting);
+    const callerGone = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
+    request.signal?.addEventListener('abort', callerGone, { once: true });
+    if (request.signal?.aborted) callerGone();
+    let stopWaiting: (() => void) | undefined;
+    try {
+      // A person is never kept waiting behind the agent talking to itself.
+      // (A chat channel's message is a person speaking too.)
+      if (context.trigger === 'user' || context.trigger === 'channel') await this.locks.requestYield(context.threadId);
+      const acquiring = request.whenBusy === 'decline' ? this.locks.tryAcquire(context.threadId) : this.locks.acquire(context.threadId);
+      const calledOff = new Promise<never>((_, reject) => {
+        stopWaiting = () => reject(controller.signal.reason);
+        if (controller.signal.aborted) stopWaiting();
+        else controller.signal.addEventListener('abort', stopWaiting, { once: true });
+      });
+      try {
+        return (await Promise.race([acquiring, calledOff])) ?? undefined;
+      } catch (error) {
+        void acquiring.then((lease) => lease?.release()).catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      if (stopWaiting) controller.signal.removeEventListener('abort', stopWaiting);
+      request.signal?.removeEventListener('abort', callerGone);
+      if (this.waiting.get(context.runId) === waiting) this.waiting.delete(context.runId);
     }
   }
 

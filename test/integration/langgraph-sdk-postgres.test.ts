@@ -82,6 +82,26 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     GatedModel.held.splice(0);
   });
 
+  it('I8: a run queued on one instance (enqueue) and cancelled through the other never starts: the cancel with wait answers while the other run still holds the thread, and its message is not added', async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
+    const thread = await onFirst!.threads.create();
+    const held = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'busy [hold]' }] } });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+    const queued = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'never mind' }] }, multitaskStrategy: 'enqueue' });
+    expect((await onSecond!.runs.get(thread.thread_id, queued.run_id)).status).toBe('pending');
+    // Another user cannot call it off (I12).
+    expect((await second.request('POST', `/threads/${thread.thread_id}/runs/${queued.run_id}/cancel`, { token: BOB.token })).status).toBe(404);
+    // Answered while the held run still holds the thread: the queued run stopped waiting.
+    await onSecond!.runs.cancel(thread.thread_id, queued.run_id, true);
+    expect((await onSecond!.runs.get(thread.thread_id, queued.run_id)).status).toBe('interrupted');
+    expect((await onFirst!.runs.get(thread.thread_id, held.run_id)).status).toBe('running');
+    GatedModel.held.shift()!();
+    await onFirst!.runs.join(thread.thread_id, held.run_id);
+    const state = await onFirst!.threads.getState(thread.thread_id);
+    expect((state.values as Json).messages.map((message: Json) => message.content)).toEqual(['busy [hold]', 'Echo: busy [hold]']);
+    expect((await onFirst!.threads.get(thread.thread_id)).status).toBe('idle');
+  });
+
   it('multitask across instances: the thread shows busy there, reject sees the run the other instance runs (409), interrupt cancels it there and answers (I8)', async () => {
     const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
     const thread = await onFirst!.threads.create();

@@ -14,8 +14,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 
 /** How long a finished run's stream waits for its run.end to come through the event bus. */
 const RUN_END_GRACE_MS = 10_000;
-/** How often a follower of another instance's run asks whether that run has ended. */
-const FOLLOW_CHECK_MS = 5_000;
+/**
+ * How often a follower of another instance's run asks whether that run has ended (one
+ * primary-key read): the only sign of a queued run called off before it started, which
+ * sends no event.
+ */
+const FOLLOW_CHECK_MS = 1_000;
 
 type Json = Record<string, unknown>;
 
@@ -140,7 +144,11 @@ export class ProtocolRunManager {
           await delay(RUN_END_GRACE_MS, undefined, { ref: false }); // its run.end may still be on its way
           stop();
         },
-        () => undefined, // not recorded yet: still waiting for its thread
+        // Not recorded: still waiting for its thread, or called off before it started.
+        async () => {
+          const row = await this.deps.store.getRun(shape.userId, shape.runId).catch(() => undefined);
+          if (row?.state === 'cancelled' || row?.state === 'failed') stop();
+        },
       );
     }, FOLLOW_CHECK_MS).unref();
     unsubscribe = this.deps.events.subscribe(
@@ -170,6 +178,10 @@ export class ProtocolRunManager {
     const run = this.inFlight.get(runId);
     if (run && run.userId === userId) run.controller.abort(new VigilError('RUN_CANCELLED', 'the run was cancelled'));
     const row = await this.deps.store.getRun(userId, runId);
+    // Queued on another instance, waiting for its thread there: it never starts. (A message
+    // run has the protocol run's id; a resume pending elsewhere waits for a decision's run,
+    // not for the thread, and is not reached so.)
+    if (row?.state === 'pending' && row.vigilRunId === null && run === undefined) await this.deps.conversations.cancelAnywhere(userId, runId);
     try {
       await this.deps.conversations.cancelRun(userId, row?.vigilRunId ?? runId);
     } catch (error) {

@@ -17,8 +17,9 @@ import { langgraphProtocolMigration } from './0012-langgraph-protocol.js';
 import { runModelInputsMigration } from './0013-run-model-inputs.js';
 import { threadEventsMigration } from './0014-thread-events.js';
 import { dueTimerJobsMigration } from './0015-due-timer-jobs.js';
+import { runCancelRequestsMigration } from './0016-run-cancel-requests.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration];
