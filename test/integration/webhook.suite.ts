@@ -383,6 +383,33 @@ export function webhookSuite(backend: () => Backend): void {
       }
     });
 
+    it('a delivery whose run ends before its task is stored is not accepted: 503 HOOK_TASK_NOT_STORED, nothing in the thread, and the sender\'s retry runs it once', async () => {
+      const threadId = await newThread();
+      const hook = await createHook({ threadId });
+      const deliveryId = `blip-${randomUUID()}`;
+      // The thread's checkpoints cannot be written: a storage blip.
+      const saver = server.storage.checkpointer as unknown as Record<string, unknown>;
+      const storedPut = Object.getPrototypeOf(saver).put as (...args: unknown[]) => Promise<unknown>;
+      saver.put = function (this: unknown, config: { configurable?: Record<string, unknown> }, ...rest: unknown[]) {
+        if (config.configurable?.thread_id === threadId) return Promise.reject(new Error('disk I/O error'));
+        return storedPut.call(this, config, ...rest);
+      };
+      let refused: Awaited<ReturnType<typeof deliver>>;
+      try {
+        refused = await deliver(hook, { kind: 'blip', repo: 'r' }, { deliveryId });
+      } finally {
+        delete saver.put;
+      }
+      expect(refused.status, refused.text).toBe(503);
+      expect(refused.body.error.code).toBe('HOOK_TASK_NOT_STORED');
+      expect(await tasksIn(threadId, deliveryId)).toBe(0);
+      // Nothing was accepted, so the sender's retry is a first delivery, not a replay.
+      const retried = await deliver(hook, { kind: 'blip', repo: 'r' }, { deliveryId });
+      expect(retried.status, retried.text).toBe(202);
+      expect((await runOf(retried.body.runId))?.status).toBe('succeeded');
+      expect(await tasksIn(threadId, deliveryId)).toBe(1);
+    });
+
     it('I11: a retry while the earlier attempt may still be storing its task answers 409 HOOK_DELIVERY_PENDING and starts nothing; one that never recorded a run for over an hour is taken over', async () => {
       const threadId = await newThread();
       const hook = await createHook({ threadId });

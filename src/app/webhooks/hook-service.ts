@@ -181,8 +181,15 @@ export class HookService {
     // The 202 promises the delivery's task is in the thread: answer once it is stored, not
     // when the run is merely started, so a crash right after the answer loses nothing (the
     // crash-safety e2e test lost such deliveries). The run itself goes on in the background.
+    let taskStored = false;
     let stored!: () => void;
-    const inputStored = new Promise<void>((resolve) => (stored = resolve));
+    const inputStored = new Promise<void>((resolve) => {
+      stored = () => {
+        taskStored = true;
+        resolve();
+      };
+    });
+    let failure: unknown;
     const running = conversations
       .runTriggered(
         hook.userId,
@@ -198,11 +205,22 @@ export class HookService {
       )
       .then(
         () => undefined,
-        (error: unknown) => log.error({ runId, deliveryId, code: isVigilError(error) ? error.code : 'INTERNAL', err: error }, 'webhook run could not start'),
+        (error: unknown) => {
+          failure = error;
+          log.error({ runId, deliveryId, code: isVigilError(error) ? error.code : 'INTERNAL', err: error }, 'webhook run could not start');
+        },
       );
     this.track(running);
-    // A run that could not start (it logged why) settles `running` without storing anything.
     await Promise.race([inputStored, running]);
+    // The run ended without storing the task (it could not start, the server is stopping, or
+    // storing failed) — unless a failed run's projection holds it after all: then nothing was
+    // accepted. The delivery is forgotten and the sender told to retry, as a 202 would have
+    // lost the delivery for good (the sender never sends it again).
+    if (!taskStored && !(await this.runStoredTask(hook.userId, runId))) {
+      await store.forgetDelivery(hook.id, deliveryId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose task was never stored'));
+      if (isVigilError(failure) && failure.code !== 'INTERNAL' && failure.code !== 'RUN_CANCELLED') throw failure;
+      throw new VigilError('HOOK_TASK_NOT_STORED', `the run of delivery "${deliveryId}" ended before its task was stored; nothing was accepted, retry`);
+    }
     log.info({ deliveryId, runId, threadId }, 'webhook delivery accepted');
     return { runId, threadId, deliveryId };
   }
@@ -233,6 +251,13 @@ export class HookService {
     if (!(await store.takeOverDelivery(hook.id, deliveryId, earlier.runId, attempt))) throw pending(deliveryId);
     log.warn({ deliveryId, earlierRunId: earlier.runId, earlierRunStatus: run?.status ?? null, runId: attempt.runId }, 'a delivery whose earlier attempt never stored its task is received again');
     return hook.threadId === null ? run?.threadId : undefined;
+  }
+
+  /** Whether the delivery's run added its task to the thread (a run that failed after storing it did). */
+  private async runStoredTask(userId: string, runId: string): Promise<boolean> {
+    const { conversations } = this.deps;
+    const run = await conversations.getRun(userId, runId).catch(() => undefined);
+    return run !== undefined && (await conversations.runAddedMessages(userId, run));
   }
 
   /** Wait for the runs deliveries started, for a graceful stop. */

@@ -110,10 +110,10 @@ export function hookRoutes(hooks: HookService): FastifyPluginAsyncZod {
           config: { public: true },
           schema: {
             tags: ['hooks'],
-            description: `A delivery signed per Standard Webhooks (https://www.standardwebhooks.com): headers ${WEBHOOK_ID_HEADER} (unique id, each used once), ${WEBHOOK_TIMESTAMP_HEADER} (unix seconds) and ${WEBHOOK_SIGNATURE_HEADER}: v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<raw body>")>. Answers 202 with the run it started, once its task is stored; 409 HOOK_DELIVERY_REPLAYED for an id whose task this hook already stored, 409 HOOK_DELIVERY_PENDING for one whose earlier attempt may still be storing it (retry later).`,
+            description: `A delivery signed per Standard Webhooks (https://www.standardwebhooks.com): headers ${WEBHOOK_ID_HEADER} (unique id, each used once), ${WEBHOOK_TIMESTAMP_HEADER} (unix seconds) and ${WEBHOOK_SIGNATURE_HEADER}: v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<raw body>")>. Answers 202 with the run it started, once its task is stored; 409 HOOK_DELIVERY_REPLAYED for an id whose task this hook already stored, 409 HOOK_DELIVERY_PENDING for one whose earlier attempt may still be storing it (retry later); 503 HOOK_TASK_NOT_STORED when its run ended before its task was stored (nothing accepted: retry).`,
             security: [],
             params: hookParams,
-            response: { 202: acceptedDto, 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody },
+            response: { 202: acceptedDto, 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody, 503: errorBody },
           },
         },
         async (request, reply) => {
