@@ -17,14 +17,17 @@
  *   the chain of stored checkpoints has no gap.
  * - A finished task's writes are superseded by the next checkpoint when the task was the
  *   step's only one (every vigil graph runs one node per step). A crash in between re-runs
- *   the task, as `durability: 'async'` or `'exit'` would.
+ *   the task, as `durability: 'async'` or `'exit'` would. A second task's writes on the same
+ *   checkpoint (tasks side by side) store what is held with them.
  *
  * So a saver holds those two in memory, and drops them when the checkpoint that supersedes
  * them is stored. Anything else first writes what is held for the thread, then itself: an
  * interrupt, an error, a resume value, a write for another checkpoint, a put outside a run
  * that asked for this. And the run settles the thread when an attempt ends (a cancel or a
  * failure before the next checkpoint), which writes what is held, so a run that stops early
- * leaves exactly what it left before.
+ * leaves exactly what it left before; so does one whose superseding checkpoint cannot be
+ * stored (what it superseded is stored instead). A thread's held writes are only ever stored
+ * in that thread's own calls: past MAX_THREADS threads holding, a thread holds nothing.
  *
  * Only runs that ask for it (`HOLD_SUPERSEDED_WRITES` in their configurable, set by the run
  * coordinator) are treated so: LangGraph's own conformance suite and any other caller see a
@@ -53,6 +56,8 @@ export type HeldItem = { put: HeldPut } | { writes: HeldWrites };
 interface StoreNow<T> {
   flush: HeldItem[];
   call: T | undefined;
+  /** What the call supersedes (dropped once the call is stored; stored instead if the call fails). */
+  superseded?: Held;
 }
 
 /** The saver's own writes, straight to its tables. */
@@ -68,21 +73,28 @@ interface Held {
   writes: HeldWrites[];
 }
 
-/** Threads with something held at most: the oldest entry is written out when it is exceeded. */
-const MAX_THREADS = 10_000;
+/** Threads with something held at most; past it, a thread's writes are stored as they come. */
+export const MAX_THREADS = 10_000;
 
 export class HeldCheckpointWrites {
-  /** By thread and namespace; insertion order is age. */
+  /** By thread and namespace. */
   readonly #held = new Map<string, Held>();
 
   constructor(private readonly direct: DirectCheckpointWrites) {}
 
   /** BaseCheckpointSaver.put: stored, or held (then answered as if stored). */
   async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
-    const { flush, call } = this.onPut(config, checkpoint, metadata, newVersions);
+    const { flush, call, superseded } = this.onPut(config, checkpoint, metadata, newVersions);
     await this.#store(flush);
-    if (call !== undefined) return this.direct.putNow(call);
-    return { configurable: { thread_id: config.configurable?.thread_id, checkpoint_ns: config.configurable?.checkpoint_ns ?? '', checkpoint_id: checkpoint.id } };
+    if (call === undefined) return { configurable: { thread_id: config.configurable?.thread_id, checkpoint_ns: config.configurable?.checkpoint_ns ?? '', checkpoint_id: checkpoint.id } };
+    try {
+      return await this.direct.putNow(call);
+    } catch (error) {
+      // The superseding checkpoint was not stored: store what it superseded, so that a run
+      // that fails here leaves what it would have left with nothing held.
+      if (superseded !== undefined) await this.#store(itemsOf(superseded)).catch(() => undefined);
+      throw error;
+    }
   }
 
   /** BaseCheckpointSaver.putWrites: stored, or held. */
@@ -111,12 +123,16 @@ export class HeldCheckpointWrites {
     if (key === undefined) return { flush: [], call: put };
     const held = this.#held.get(key);
     this.#held.delete(key);
-    const asked = config.configurable?.[HOLD_SUPERSEDED_WRITES] === true;
+    // Past the bound (threads with an attempt in progress here), a thread's writes go straight
+    // through: no thread's writes are ever stored inside another thread's call.
+    const asked = config.configurable?.[HOLD_SUPERSEDED_WRITES] === true && this.#held.size < MAX_THREADS;
     const flush: Held[] = [];
+    let superseded: Held | undefined;
     if (held !== undefined) {
       if (asked && config.configurable?.checkpoint_id === held.checkpointId) {
         // Superseded: the held writes are applied in this checkpoint, and the held input
         // checkpoint's parent becomes this one's.
+        superseded = held;
         if (held.input !== undefined) {
           put.config = withParent(config, held.input.config.configurable?.checkpoint_id as string | undefined);
           put.newVersions = unchangedSince(held.input.newVersions, newVersions, checkpoint);
@@ -128,8 +144,7 @@ export class HeldCheckpointWrites {
     if (!asked) return { flush: flush.flatMap(itemsOf), call: put };
     const input = metadata.source === 'input';
     this.#held.set(key, { checkpointId: checkpoint.id, input: input ? put : undefined, writes: [] });
-    flush.push(...this.#overflow());
-    return { flush: flush.flatMap(itemsOf), call: input ? undefined : put };
+    return { flush: flush.flatMap(itemsOf), call: input ? undefined : put, ...(superseded ? { superseded } : {}) };
   }
 
   /** Writes: held when a run that asked finished a task on the checkpoint the held state names; else stored now, after what was held. */
@@ -140,7 +155,11 @@ export class HeldCheckpointWrites {
     const held = this.#held.get(key);
     if (held === undefined) return { flush: [], call };
     const ordinary = writes.length > 0 && writes.every(([channel]) => !(channel in WRITES_IDX_MAP));
-    if (config.configurable?.[HOLD_SUPERSEDED_WRITES] === true && ordinary && config.configurable.checkpoint_id === held.checkpointId) {
+    // A second task on the same checkpoint is a step with tasks side by side: none of their
+    // writes is superseded by the next checkpoint alone (a crash would re-run a finished
+    // task), so what is held is stored with it.
+    const sibling = held.writes.some((other) => other.taskId !== taskId);
+    if (config.configurable?.[HOLD_SUPERSEDED_WRITES] === true && ordinary && !sibling && config.configurable.checkpoint_id === held.checkpointId) {
       held.writes.push(call);
       return { flush: [], call: undefined };
     }
@@ -164,16 +183,6 @@ export class HeldCheckpointWrites {
     this.take(threadId);
   }
 
-  /** The oldest entries past the bound, taken out to be written. */
-  #overflow(): Held[] {
-    const out: Held[] = [];
-    for (const [key, held] of this.#held) {
-      if (this.#held.size <= MAX_THREADS) break;
-      this.#held.delete(key);
-      out.push(held);
-    }
-    return out;
-  }
 }
 
 function keyOf(config: RunnableConfig): string | undefined {
