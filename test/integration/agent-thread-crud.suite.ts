@@ -137,6 +137,9 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
     it('renames a thread without moving it in the activity order; null clears the title', async () => {
       const agentId = await newAgent();
       const older = await newThread(agentId, ALICE.token, 'first');
+      // Threads made in the same millisecond tie on activity (then the id decides): let the clock move on.
+      const madeAt = Date.now();
+      await waitFor(() => Date.now() > madeAt, 1_000, 'the clock to pass the first thread');
       const newer = await newThread(agentId, ALICE.token, 'second');
       const renamed = await server.request('PATCH', `/api/threads/${older}`, { body: { title: '  Renamed  ' } });
       expect(renamed.status).toBe(200);
