@@ -210,8 +210,10 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     expect(await seriousViolations(page)).toEqual([]);
 
     await page.getByRole('link', { name: 'Webhooks' }).click();
-    await page.getByLabel('Name').fill('github push');
-    await page.getByRole('button', { name: 'Create webhook' }).click();
+    // The webhooks form itself: right after the click the schedules form (its own Name field) may still be shown.
+    const form = page.getByRole('form', { name: 'New webhook' });
+    await form.getByLabel('Name').fill('github push');
+    await form.getByRole('button', { name: 'Create webhook' }).click();
     const secret = (await page.getByTestId('hook-secret').textContent()) ?? '';
     expect(secret.length).toBeGreaterThan(16);
     const curl = await page.getByLabel('Signed curl example').inputValue();
