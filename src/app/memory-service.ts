@@ -10,7 +10,7 @@ export class MemoryService {
   /** `id`: chosen by a client that names its memories (the LangGraph store's keys); otherwise a new UUID. */
   async add(userId: string, agentId: string, content: string, id: string = randomUUID()): Promise<MemoryRecord> {
     await this.agents.get(userId, agentId);
-    return this.storage.memories.add({ userId, agentId }, { id, content }, this.clock.now().toISOString());
+    return this.storage.memories.add({ userId, agentId }, { id, content, origin: { by: 'api' } }, this.clock.now().toISOString());
   }
 
   async list(userId: string, agentId: string, limit: number): Promise<MemoryRecord[]> {

@@ -187,12 +187,21 @@ export interface MemoryNamespace {
   agentId: string;
 }
 
+/**
+ * Who wrote a memory: the person (or their app) through the API, or the agent's
+ * memory_write tool in a run. Recalled memories are data either way (never instructions);
+ * the origin tells a person which are their own words and which the agent's notes.
+ */
+export type MemoryOrigin = { by: 'api' } | { by: 'agent'; runId: string; threadId: string };
+
 export interface MemoryRecord {
   id: string;
   userId: string;
   agentId: string;
   content: string;
   createdAt: Iso;
+  /** Null for memories written before origins were recorded. */
+  origin: MemoryOrigin | null;
 }
 
 export interface MemoryHit extends MemoryRecord {
@@ -201,7 +210,7 @@ export interface MemoryHit extends MemoryRecord {
 }
 
 export interface MemoryStore {
-  add(namespace: MemoryNamespace, memory: { id: string; content: string }, now: Iso): Promise<MemoryRecord>;
+  add(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso): Promise<MemoryRecord>;
   /** Real full-text search (SQLite FTS5, PostgreSQL tsvector), only within the namespace. */
   search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]>;
   list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]>;

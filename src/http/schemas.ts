@@ -154,7 +154,17 @@ export const runDto = z.object({
     .describe('the envelope the model received (I4)'),
   modelInputs: z.array(modelInputDto).describe("what each of the run's model calls received, in order (recorded when the run ended)"),
 });
-export const memoryDto = z.object({ id: z.string(), agentId: z.string(), content: z.string(), createdAt: z.string(), score: z.number().optional() });
+export const memoryDto = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  content: z.string(),
+  createdAt: z.string(),
+  origin: z
+    .discriminatedUnion('by', [z.object({ by: z.literal('api') }), z.object({ by: z.literal('agent'), runId: z.string(), threadId: z.string() })])
+    .nullable()
+    .describe("who wrote it: 'api' (the person or their app) or 'agent' (its memory_write tool, in that run and thread); null for memories written before origins were kept"),
+  score: z.number().optional(),
+});
 
 export function toAgentDto(agent: AgentRecord): z.infer<typeof agentDto> {
   return { id: agent.id, name: agent.name, kind: agent.kind, systemPrompt: agent.systemPrompt, model: agent.model, createdAt: agent.createdAt, updatedAt: agent.updatedAt };
@@ -215,7 +225,7 @@ export function toRunDto(run: RunRecord): z.infer<typeof runDto> {
 }
 
 export function toMemoryDto(memory: MemoryRecord | MemoryHit): z.infer<typeof memoryDto> {
-  return { id: memory.id, agentId: memory.agentId, content: memory.content, createdAt: memory.createdAt, ...('score' in memory ? { score: memory.score } : {}) };
+  return { id: memory.id, agentId: memory.agentId, content: memory.content, createdAt: memory.createdAt, origin: memory.origin, ...('score' in memory ? { score: memory.score } : {}) };
 }
 
 /** GET /api/threads/{id}/context: what the next model call would receive (I14), with token counts per part. */

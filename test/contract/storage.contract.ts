@@ -202,7 +202,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const thread = await newThread(owner);
         await storage.threads.appendMessages(thread.id, [message()], at(1));
         const run = await storage.runs.create(newRun(owner, thread.id));
-        const memory = await storage.memories.add({ userId: owner, agentId: 'helper' }, { id: randomUUID(), content: 'The secret word is pineapple' }, at(2));
+        const memory = await storage.memories.add({ userId: owner, agentId: 'helper' }, { id: randomUUID(), content: 'The secret word is pineapple', origin: { by: 'api' } }, at(2));
 
         expect(await storage.agents.get(intruder, 'helper')).toBeUndefined();
         expect(await storage.agents.list(intruder)).toEqual([]);
@@ -492,9 +492,9 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
     describe('memories', () => {
       it('adds, lists newest first, and deletes only once', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
-        const first = await storage.memories.add(namespace, { id: randomUUID(), content: 'Likes green tea' }, at(1));
-        expect(first).toEqual({ id: first.id, ...namespace, content: 'Likes green tea', createdAt: at(1) });
-        const second = await storage.memories.add(namespace, { id: randomUUID(), content: 'Lives in Lisbon' }, at(2));
+        const first = await storage.memories.add(namespace, { id: randomUUID(), content: 'Likes green tea', origin: { by: 'api' } }, at(1));
+        expect(first).toEqual({ id: first.id, ...namespace, content: 'Likes green tea', createdAt: at(1), origin: { by: 'api' } });
+        const second = await storage.memories.add(namespace, { id: randomUUID(), content: 'Lives in Lisbon', origin: { by: 'api' } }, at(2));
         expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([second, first]);
         expect(await storage.memories.list(namespace, { limit: 1 })).toEqual([second]);
 
@@ -504,9 +504,19 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.memories.search(namespace, 'green tea', { limit: 10 })).toEqual([]);
       });
 
+      it('keeps who wrote each memory: the API, or the agent in a run and thread (listed and found with it)', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const noted = await storage.memories.add(namespace, { id: randomUUID(), content: 'Prefers answers in German', origin: { by: 'agent', runId: 'run-7', threadId: 'thread-3' } }, at(1));
+        const told = await storage.memories.add(namespace, { id: randomUUID(), content: 'Works night shifts in German hospitals', origin: { by: 'api' } }, at(2));
+        expect(noted.origin).toEqual({ by: 'agent', runId: 'run-7', threadId: 'thread-3' });
+        expect((await storage.memories.list(namespace, { limit: 10 })).map((memory) => memory.origin)).toEqual([{ by: 'api' }, { by: 'agent', runId: 'run-7', threadId: 'thread-3' }]);
+        const hits = await storage.memories.search(namespace, 'German', { limit: 10 });
+        expect(new Map(hits.map((hit) => [hit.id, hit.origin]))).toEqual(new Map([[noted.id, noted.origin], [told.id, told.origin]]));
+      });
+
       it('ranks the most relevant memory first', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
-        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content }, at(minute));
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, at(minute));
         const rex = await add('My dog is called Rex and he loves the beach', 1);
         await add('I like pizza on Fridays', 2);
         const park = await add('The dog park near my house opens at nine', 3);
@@ -526,16 +536,16 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
       it('searches strictly within the (user, agent) namespace', async () => {
         const userId = randomUUID();
         const mine = { userId, agentId: 'helper' };
-        await storage.memories.add(mine, { id: randomUUID(), content: 'Allergic to peanuts' }, at(1));
-        await storage.memories.add({ userId, agentId: 'other-agent' }, { id: randomUUID(), content: 'Allergic to peanuts and shellfish' }, at(1));
-        await storage.memories.add({ userId: randomUUID(), agentId: 'helper' }, { id: randomUUID(), content: 'Allergic to peanuts too' }, at(1));
+        await storage.memories.add(mine, { id: randomUUID(), content: 'Allergic to peanuts', origin: { by: 'api' } }, at(1));
+        await storage.memories.add({ userId, agentId: 'other-agent' }, { id: randomUUID(), content: 'Allergic to peanuts and shellfish', origin: { by: 'api' } }, at(1));
+        await storage.memories.add({ userId: randomUUID(), agentId: 'helper' }, { id: randomUUID(), content: 'Allergic to peanuts too', origin: { by: 'api' } }, at(1));
         const hits = await storage.memories.search(mine, 'peanuts allergy', { limit: 10 });
         expect(hits.map((hit) => hit.content)).toEqual(['Allergic to peanuts']);
       });
 
       it('never throws on punctuation or full-text syntax in a query', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
-        await storage.memories.add(namespace, { id: randomUUID(), content: 'foo and bar are placeholders; NEAR the OR gate' }, at(1));
+        await storage.memories.add(namespace, { id: randomUUID(), content: 'foo and bar are placeholders; NEAR the OR gate', origin: { by: 'api' } }, at(1));
         const queries = [
           '"foo" OR (bar* NEAR',
           'NEAR(foo bar, 2)',
@@ -565,7 +575,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
 
       it('answers [] for a query with no usable words', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
-        await storage.memories.add(namespace, { id: randomUUID(), content: 'Something to find' }, at(1));
+        await storage.memories.add(namespace, { id: randomUUID(), content: 'Something to find', origin: { by: 'api' } }, at(1));
         for (const query of ['', '   ', '?!', '...', '🙂']) {
           expect(await storage.memories.search(namespace, query, { limit: 5 })).toEqual([]);
         }

@@ -331,6 +331,8 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.getByLabel('Agent').selectOption('default');
     await page.getByText('Prefers window seats').waitFor();
     await page.getByText('Allergic to peanuts').waitFor();
+    // Who wrote it: these two were saved through the API.
+    await expect(page.locator('li.card').filter({ hasText: 'Prefers window seats' }).textContent()).resolves.toContain('saved by you');
     await page.getByLabel('Search memories').fill('peanuts');
     await page.getByRole('button', { name: 'Search' }).click();
     await waitFor(async () => (await page.getByText('Prefers window seats').count()) === 0, 5_000, 'the search to narrow the list');

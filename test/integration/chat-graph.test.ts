@@ -35,8 +35,8 @@ describe('chat graph: memory recall → respond', () => {
   beforeAll(async () => {
     directory = await makeTempDir();
     storage = await openSqliteStorage({ file: `${directory}/vigil.sqlite`, logger: capture.logger });
-    await storage.memories.add({ userId, agentId }, { id: randomUUID(), content: 'Alice loves ramen and dislikes cilantro' }, new Date().toISOString());
-    await storage.memories.add({ userId: 'bob', agentId }, { id: randomUUID(), content: 'Bob loves ramen too' }, new Date().toISOString());
+    await storage.memories.add({ userId, agentId }, { id: randomUUID(), content: 'Alice loves ramen and dislikes cilantro', origin: { by: 'api' } }, new Date().toISOString());
+    await storage.memories.add({ userId: 'bob', agentId }, { id: randomUUID(), content: 'Bob loves ramen too', origin: { by: 'api' } }, new Date().toISOString());
     model = new RecordingModel();
     graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models: () => model, logger: capture.logger });
   });

@@ -143,6 +143,16 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(body.run.status).toBe('succeeded');
     expect(toolResults(model.requests[1]!).map((message) => message.tool_call_id).sort()).toEqual(['call_a', 'call_b']);
     expect(await memories(agentId)).toEqual(['likes sailing']);
+    // The agent wrote it, in this run and thread; a memory the person saves is theirs.
+    const saved = await server.request('POST', `/api/agents/${agentId}/memories`, { body: { content: 'sails on Sundays' } });
+    expect(saved.body.origin).toEqual({ by: 'api' });
+    const listed = (await server.request('GET', `/api/agents/${agentId}/memories?limit=100`)).body.memories as Json[];
+    expect(listed.map((memory) => [memory.content, memory.origin])).toEqual([
+      ['sails on Sundays', { by: 'api' }],
+      ['likes sailing', { by: 'agent', runId: body.run.id, threadId: body.run.threadId }],
+    ]);
+    // I12: another user sees none of them.
+    expect((await server.request('GET', `/api/agents/${agentId}/memories?limit=100`, { token: BOB.token })).status).toBe(404);
   });
 
   it('I9: identical repeated calls are refused and the turn ends at its tool step bound, with a stated reason', async () => {

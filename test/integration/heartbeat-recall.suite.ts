@@ -58,7 +58,7 @@ export function heartbeatRecallSuite(backend: () => Backend): void {
     model = gardenScript();
     const agent = await harness.agent({ budgets: { maxSteps: 6 } });
     const thread = await harness.thread(agent);
-    const memory = await harness.storage.memories.add({ userId: USER, agentId: agent.id }, { id: randomUUID(), content: 'The garden gets tomatoes and basil' }, new Date().toISOString());
+    const memory = await harness.storage.memories.add({ userId: USER, agentId: agent.id }, { id: randomUUID(), content: 'The garden gets tomatoes and basil', origin: { by: 'api' } }, new Date().toISOString());
     const first = await harness.say(thread, 'Plan the garden with tomatoes');
     expect(first.run.reason).toMatch(/^step budget spent/);
     await harness.storage.agents.updateSetting(USER, agent.id, 'planner', {}, new Date().toISOString());

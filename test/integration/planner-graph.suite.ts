@@ -106,7 +106,7 @@ export function plannerGraphSuite(backend: () => Backend): void {
       });
       model = script;
       const agent = await harness.agent({ fetch: { allowedHosts: ['127.0.0.1'] } });
-      await harness.storage.memories.add({ userId: USER, agentId: agent.id }, { id: randomUUID(), content: 'Alice loves ramen' }, new Date().toISOString());
+      await harness.storage.memories.add({ userId: USER, agentId: agent.id }, { id: randomUUID(), content: 'Alice loves ramen', origin: { by: 'api' } }, new Date().toISOString());
       const thread = await harness.thread(agent);
       const outcome = await harness.say(thread, 'Plan a ramen evening for me');
       const { path, events, plan: stored } = await observe(thread.id, outcome.run.id);

@@ -46,6 +46,13 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
             <p>{memory.content}</p>
             <p className="muted">
               {new Date(memory.createdAt).toLocaleString()}
+              {memory.origin?.by === 'api' && ' · saved by you'}
+              {memory.origin?.by === 'agent' && (
+                <>
+                  {' · noted by the agent in '}
+                  <a href={`#chat/${memory.origin.threadId}`}>a conversation</a>
+                </>
+              )}
               {memory.score !== undefined ? ` · score ${memory.score.toFixed(2)}` : ''}
             </p>
             <button

@@ -82,6 +82,10 @@ export interface MemoriesTable {
   agent_id: string;
   content: string;
   created_at: Timestamp;
+  /** NULL for memories written before migration 17. */
+  origin: 'api' | 'agent' | null;
+  run_id: string | null;
+  thread_id: string | null;
 }
 
 export interface VigilMigrationsTable {

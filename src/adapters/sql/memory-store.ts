@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
-import type { Iso, MemoryHit, MemoryNamespace, MemoryRecord, MemoryStore } from '../../app/ports.js';
+import type { Iso, MemoryHit, MemoryNamespace, MemoryOrigin, MemoryRecord, MemoryStore } from '../../app/ports.js';
 import type { MemoriesTable, SqlContext } from './database.js';
 import { fts5MatchExpression, searchTerms, tsqueryExpression } from './search-terms.js';
 import { checkLimit, isoForDatabase, isoFromDatabase } from './values.js';
 
 type MemoryRow = Selectable<MemoriesTable>;
+const MEMORY_COLUMNS = ['id', 'user_id', 'agent_id', 'content', 'created_at', 'origin', 'run_id', 'thread_id'] as const;
 type HitRow = MemoryRow & { score: number | string };
 
 export class SqlMemoryStore implements MemoryStore {
@@ -15,11 +16,21 @@ export class SqlMemoryStore implements MemoryStore {
     this.#context = context;
   }
 
-  async add(namespace: MemoryNamespace, memory: { id: string; content: string }, now: Iso): Promise<MemoryRecord> {
+  async add(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso): Promise<MemoryRecord> {
+    const { origin } = memory;
     const row = await this.#context.db
       .insertInto('memories')
-      .values({ id: memory.id, user_id: namespace.userId, agent_id: namespace.agentId, content: memory.content, created_at: isoForDatabase(now) })
-      .returning(['id', 'user_id', 'agent_id', 'content', 'created_at'])
+      .values({
+        id: memory.id,
+        user_id: namespace.userId,
+        agent_id: namespace.agentId,
+        content: memory.content,
+        created_at: isoForDatabase(now),
+        origin: origin.by,
+        run_id: origin.by === 'agent' ? origin.runId : null,
+        thread_id: origin.by === 'agent' ? origin.threadId : null,
+      })
+      .returning(MEMORY_COLUMNS)
       .executeTakeFirstOrThrow();
     return toMemoryRecord(row);
   }
@@ -35,7 +46,7 @@ export class SqlMemoryStore implements MemoryStore {
   // bm25() is lower-is-better; negate it so a higher score means more relevant.
   async #searchSqlite(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
     const result = await sql<HitRow>`
-      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, -bm25(memories_fts) AS score
+      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.origin, m.run_id, m.thread_id, -bm25(memories_fts) AS score
       FROM memories_fts
       JOIN memories AS m ON m.row_id = memories_fts.rowid
       WHERE memories_fts MATCH ${fts5MatchExpression(terms)}
@@ -49,7 +60,7 @@ export class SqlMemoryStore implements MemoryStore {
   async #searchPostgres(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
     // A query of stop words only becomes an empty tsquery, which matches nothing.
     const result = await sql<HitRow>`
-      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, ts_rank(m.search, q.query) AS score
+      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.origin, m.run_id, m.thread_id, ts_rank(m.search, q.query) AS score
       FROM memories AS m, to_tsquery('english', ${tsqueryExpression(terms)}) AS q (query)
       WHERE m.user_id = ${namespace.userId}
         AND m.agent_id = ${namespace.agentId}
@@ -63,7 +74,7 @@ export class SqlMemoryStore implements MemoryStore {
   async list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]> {
     const rows = await this.#context.db
       .selectFrom('memories')
-      .select(['id', 'user_id', 'agent_id', 'content', 'created_at'])
+      .select(MEMORY_COLUMNS)
       .where('user_id', '=', namespace.userId)
       .where('agent_id', '=', namespace.agentId)
       .orderBy('created_at', 'desc')
@@ -86,5 +97,12 @@ function toMemoryRecord(row: MemoryRow): MemoryRecord {
     agentId: row.agent_id,
     content: row.content,
     createdAt: isoFromDatabase(row.created_at),
+    origin: originOf(row),
   };
+}
+
+function originOf(row: MemoryRow): MemoryOrigin | null {
+  if (row.origin === 'api') return { by: 'api' };
+  if (row.origin === 'agent' && row.run_id !== null && row.thread_id !== null) return { by: 'agent', runId: row.run_id, threadId: row.thread_id };
+  return null;
 }

@@ -140,7 +140,7 @@ export class PlannerRuntime {
    */
   async toolbox(scope: RunScope, settings?: PlannerSettings): Promise<Toolbox> {
     const resolved = settings ?? (await this.settings(scope));
-    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId: scope.run.userId, agentId: scope.run.agentId }, settings: resolved });
+    const toolbox = await this.deps.toolboxes.toolboxFor({ namespace: { userId: scope.run.userId, agentId: scope.run.agentId }, settings: resolved, run: { runId: scope.run.runId, threadId: scope.run.threadId } });
     for (const missing of toolbox.unavailable) scope.log.warn({ server: missing.server, error: missing.error }, 'MCP server tools unavailable for this run');
     const policy = await this.toolSettings(scope);
     const denied = toolbox.descriptors.filter((tool) => this.toolMode(scope, policy, tool.name) === 'deny').map((tool) => tool.name);

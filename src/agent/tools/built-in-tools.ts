@@ -10,6 +10,8 @@ export const BUILT_IN_TOOL_NAMES = ['memory_search', 'memory_write', 'current_ti
 export interface BuiltInToolContext {
   /** The run's (user, agent) memory namespace: the tools never reach another. */
   namespace: MemoryNamespace;
+  /** The run the tools serve: what memory_write saves is recorded as the agent's, from it. Absent when tools are only listed. */
+  run?: { runId: string; threadId: string } | undefined;
   memories: MemoryStore;
   clock: Clock;
   fetch: FetchToolSettings;
@@ -20,7 +22,7 @@ export interface BuiltInToolContext {
  * are built per run and never stored in graph state (I10).
  */
 export function createBuiltInTools(context: BuiltInToolContext): StructuredToolInterface[] {
-  const { namespace, memories, clock } = context;
+  const { namespace, memories, clock, run } = context;
   const tools: StructuredToolInterface[] = [
     tool(
       async ({ query, limit }) => {
@@ -35,7 +37,8 @@ export function createBuiltInTools(context: BuiltInToolContext): StructuredToolI
     ),
     tool(
       async ({ content }) => {
-        const memory = await memories.add(namespace, { id: randomUUID(), content }, clock.now().toISOString());
+        if (!run) throw new Error('memory_write runs only within a run');
+        const memory = await memories.add(namespace, { id: randomUUID(), content, origin: { by: 'agent', runId: run.runId, threadId: run.threadId } }, clock.now().toISOString());
         return JSON.stringify({ saved: true, id: memory.id });
       },
       {

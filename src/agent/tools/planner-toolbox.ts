@@ -30,15 +30,16 @@ export interface Toolbox {
 }
 
 export interface ToolboxFactory {
-  toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings }): Promise<Toolbox>;
+  /** `run`: the run the tools serve (absent when they are only listed). */
+  toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings; run?: { runId: string; threadId: string } | undefined }): Promise<Toolbox>;
 }
 
 /** Built-in tools plus the agent's MCP servers' tools (from the shared pool). */
 export class PlannerToolboxFactory implements ToolboxFactory {
   constructor(private readonly deps: { memories: MemoryStore; clock: Clock; mcp: McpClientPool }) {}
 
-  async toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings }): Promise<Toolbox> {
-    const builtIn = createBuiltInTools({ namespace: input.namespace, memories: this.deps.memories, clock: this.deps.clock, fetch: input.settings.fetch });
+  async toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings; run?: { runId: string; threadId: string } | undefined }): Promise<Toolbox> {
+    const builtIn = createBuiltInTools({ namespace: input.namespace, run: input.run, memories: this.deps.memories, clock: this.deps.clock, fetch: input.settings.fetch });
     const servers = await this.deps.mcp.toolsOf(input.settings.mcpServers);
     const entries: ToolEntry[] = builtIn.map((tool) => ({ tool, descriptor: describe(tool, 'built-in', null) }));
     for (const server of servers) for (const tool of server.tools) entries.push({ tool, descriptor: describe(tool, 'mcp', server.server) });
