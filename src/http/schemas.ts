@@ -3,7 +3,7 @@ import { publicMetadataOf } from '../app/run-coordinator.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import { storedToolCallViews } from '../domain/tools/tool-call-view.js';
-import type { AgentRecord, MemoryHit, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
+import type { AgentRecord, MemoryHit, MemoryOrigin, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 import type { ContextReport } from '../domain/context/context-report.js';
 import { summaryCoverageSchema } from '../domain/context/conversation-summary.js';
 import { recordedEnvelope } from '../domain/envelope/envelope-visibility.js';
@@ -160,9 +160,9 @@ export const memoryDto = z.object({
   content: z.string(),
   createdAt: z.string(),
   origin: z
-    .discriminatedUnion('by', [z.object({ by: z.literal('api') }), z.object({ by: z.literal('agent'), runId: z.string(), threadId: z.string() })])
+    .object({ by: z.enum(['api', 'agent']), runId: z.string().nullable(), threadId: z.string().nullable() })
     .nullable()
-    .describe("who wrote it: 'api' (the person or their app) or 'agent' (its memory_write tool, in that run and thread); null for memories written before origins were kept"),
+    .describe("who wrote it: 'api' (the person or their app) or 'agent' (its memory_write tool, in the run and thread named; null for 'api'); null for memories written before origins were kept"),
   score: z.number().optional(),
 });
 
@@ -225,7 +225,12 @@ export function toRunDto(run: RunRecord): z.infer<typeof runDto> {
 }
 
 export function toMemoryDto(memory: MemoryRecord | MemoryHit): z.infer<typeof memoryDto> {
-  return { id: memory.id, agentId: memory.agentId, content: memory.content, createdAt: memory.createdAt, origin: memory.origin, ...('score' in memory ? { score: memory.score } : {}) };
+  return { id: memory.id, agentId: memory.agentId, content: memory.content, createdAt: memory.createdAt, origin: originDto(memory.origin), ...('score' in memory ? { score: memory.score } : {}) };
+}
+
+function originDto(origin: MemoryOrigin | null): z.infer<typeof memoryDto>['origin'] {
+  if (origin === null) return null;
+  return origin.by === 'agent' ? { by: 'agent', runId: origin.runId, threadId: origin.threadId } : { by: 'api', runId: null, threadId: null };
 }
 
 /** GET /api/threads/{id}/context: what the next model call would receive (I14), with token counts per part. */

@@ -145,10 +145,10 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(await memories(agentId)).toEqual(['likes sailing']);
     // The agent wrote it, in this run and thread; a memory the person saves is theirs.
     const saved = await server.request('POST', `/api/agents/${agentId}/memories`, { body: { content: 'sails on Sundays' } });
-    expect(saved.body.origin).toEqual({ by: 'api' });
+    expect(saved.body.origin).toEqual({ by: 'api', runId: null, threadId: null });
     const listed = (await server.request('GET', `/api/agents/${agentId}/memories?limit=100`)).body.memories as Json[];
     expect(listed.map((memory) => [memory.content, memory.origin])).toEqual([
-      ['sails on Sundays', { by: 'api' }],
+      ['sails on Sundays', { by: 'api', runId: null, threadId: null }],
       ['likes sailing', { by: 'agent', runId: body.run.id, threadId: body.run.threadId }],
     ]);
     // I12: another user sees none of them.
