@@ -65,8 +65,11 @@ interface ActiveRun {
 export class RunCoordinator {
   private readonly locks: ThreadLockService;
   private readonly active = new Map<string, ActiveRun>(); // runId → run
-  /** Runs waiting for their thread's lock, cancellable by id before they start. */
-  private readonly waiting = new Map<string, ActiveRun>(); // runId → run
+  /**
+   * Runs from their request until they end, cancellable by id before they are `active`
+   * (waiting for their thread's lock, or holding it while their record is written).
+   */
+  private readonly requested = new Map<string, ActiveRun>(); // runId → run
   private readonly runEndHooks: RunEndHook[] = [];
   private readonly retry: RetryPolicy;
   private readonly projector: MessageProjector;
@@ -85,7 +88,7 @@ export class RunCoordinator {
    * then never starts); false when this process has no such run.
    */
   cancel(userId: string, runId: string): boolean {
-    const run = this.active.get(runId) ?? this.waiting.get(runId);
+    const run = this.active.get(runId) ?? this.requested.get(runId);
     if (!run || run.userId !== userId) return false;
     run.controller.abort(new VigilError('RUN_CANCELLED', 'the run was cancelled'));
     return true;
@@ -134,6 +137,18 @@ export class RunCoordinator {
     const registered = this.deps.graphs[agent.kind];
     if (!registered) throw new VigilError('VALIDATION_FAILED', `agents of kind "${agent.kind}" cannot run on this server`);
     const controller = new AbortController();
+    const entry: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller };
+    this.requested.set(context.runId, entry);
+    try {
+      return await this.leaseAndRun(request, registered, controller);
+    } finally {
+      if (this.requested.get(context.runId) === entry) this.requested.delete(context.runId);
+    }
+  }
+
+  /** tryRun, once the run can be cancelled by id: wait for the thread, admit, run. */
+  private async leaseAndRun(request: RunRequest, registered: RegisteredGraph, controller: AbortController): Promise<RunOutcome | RunDeclined> {
+    const { context, agent } = request;
     const lease = await this.waitForThread(request, controller);
     if (!lease) return { declined: 'thread_busy' };
     this.critical += 1;
@@ -169,8 +184,6 @@ export class RunCoordinator {
    */
   private async waitForThread(request: RunRequest, controller: AbortController): Promise<ThreadLease | undefined> {
     const { context } = request;
-    const waiting: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller };
-    this.waiting.set(context.runId, waiting);
     const callerGone = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
     request.signal?.addEventListener('abort', callerGone, { once: true });
     if (request.signal?.aborted) callerGone();
@@ -194,7 +207,6 @@ export class RunCoordinator {
     } finally {
       if (stopWaiting) controller.signal.removeEventListener('abort', stopWaiting);
       request.signal?.removeEventListener('abort', callerGone);
-      if (this.waiting.get(context.runId) === waiting) this.waiting.delete(context.runId);
     }
   }
 

@@ -91,8 +91,11 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     expect((await onSecond!.runs.get(thread.thread_id, queued.run_id)).status).toBe('pending');
     // Another user cannot call it off (I12).
     expect((await second.request('POST', `/threads/${thread.thread_id}/runs/${queued.run_id}/cancel`, { token: BOB.token })).status).toBe(404);
+    // A client following it through the other instance hears why it ended.
+    const followed = collect(onSecond!.runs.joinStream(thread.thread_id, queued.run_id, { streamMode: ['values'] }));
     // Answered while the held run still holds the thread: the queued run stopped waiting.
     await onSecond!.runs.cancel(thread.thread_id, queued.run_id, true);
+    expect((await followed).at(-1)).toMatchObject({ event: 'error', data: { error: 'RUN_CANCELLED' } });
     expect((await onSecond!.runs.get(thread.thread_id, queued.run_id)).status).toBe('interrupted');
     expect((await onFirst!.runs.get(thread.thread_id, held.run_id)).status).toBe('running');
     GatedModel.held.shift()!();

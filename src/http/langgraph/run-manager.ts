@@ -147,7 +147,11 @@ export class ProtocolRunManager {
         // Not recorded: still waiting for its thread, or called off before it started.
         async () => {
           const row = await this.deps.store.getRun(shape.userId, shape.runId).catch(() => undefined);
-          if (row?.state === 'cancelled' || row?.state === 'failed') stop();
+          if (ended || (row?.state !== 'cancelled' && row?.state !== 'failed')) return;
+          // As the instance that had it ends its own stream.
+          if (row.state === 'cancelled') frames.push('error', { error: 'RUN_CANCELLED', message: 'the run was cancelled before it started' });
+          else frames.push('error', { error: 'INTERNAL', message: 'the run failed before it started' });
+          stop();
         },
       );
     }, FOLLOW_CHECK_MS).unref();
