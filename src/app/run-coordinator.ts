@@ -139,9 +139,12 @@ export class RunCoordinator {
     const controller = new AbortController();
     const entry: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller };
     this.requested.set(context.runId, entry);
+    // The caller going away (e.g. the HTTP client) cancels the run, waiting or running.
+    const detachCaller = followCallerSignal(request.signal, controller);
     try {
       return await this.leaseAndRun(request, registered, controller);
     } finally {
+      detachCaller();
       if (this.requested.get(context.runId) === entry) this.requested.delete(context.runId);
     }
   }
@@ -184,9 +187,6 @@ export class RunCoordinator {
    */
   private async waitForThread(request: RunRequest, controller: AbortController): Promise<ThreadLease | undefined> {
     const { context } = request;
-    const callerGone = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
-    request.signal?.addEventListener('abort', callerGone, { once: true });
-    if (request.signal?.aborted) callerGone();
     let stopWaiting: (() => void) | undefined;
     try {
       // A person is never kept waiting behind the agent talking to itself.
@@ -206,7 +206,6 @@ export class RunCoordinator {
       }
     } finally {
       if (stopWaiting) controller.signal.removeEventListener('abort', stopWaiting);
-      request.signal?.removeEventListener('abort', callerGone);
     }
   }
 
@@ -222,7 +221,6 @@ export class RunCoordinator {
       registered,
       controller,
     );
-    const detachCaller = followCallerSignal(request.signal, controller);
     try {
       const run = await execution.startRun(input === null);
       this.active.set(run.id, { runId: run.id, userId: request.context.userId, threadId: request.context.threadId, controller });
@@ -231,7 +229,6 @@ export class RunCoordinator {
     } catch (error) {
       return await execution.failRun(error);
     } finally {
-      detachCaller();
       if (execution.run) this.active.delete(execution.run.id);
       execution.emitRunEnd();
     }

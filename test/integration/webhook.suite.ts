@@ -383,7 +383,7 @@ export function webhookSuite(backend: () => Backend): void {
       }
     });
 
-    it('a delivery whose run ends before its task is stored is not accepted: 503 HOOK_TASK_NOT_STORED, nothing in the thread, and the sender\'s retry runs it once', async () => {
+    it('I11: a delivery whose run ends before its task is stored is not accepted: 503 HOOK_TASK_NOT_STORED, nothing half-written (its id is forgotten), and the sender\'s retry runs it once', async () => {
       const threadId = await newThread();
       const hook = await createHook({ threadId });
       const deliveryId = `blip-${randomUUID()}`;

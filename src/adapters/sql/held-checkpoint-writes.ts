@@ -182,7 +182,6 @@ export class HeldCheckpointWrites {
   forgetThread(threadId: string): void {
     this.take(threadId);
   }
-
 }
 
 function keyOf(config: RunnableConfig): string | undefined {

@@ -24,7 +24,7 @@ export class ChatToolboxSource {
     const settings = toolSettingsOf(agent.settings);
     const stored = plannerSettingsSchema.safeParse(agent.settings.planner ?? {});
     const planner = stored.success ? stored.data : plannerSettingsSchema.parse({});
-    const base = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: { ...planner, fetch: settings.fetch, mcpServers: settings.mcpServers }, run: run ? { runId: run.runId, threadId: run.threadId } : undefined });
+    const base = await this.deps.toolboxes.toolboxFor({ namespace: { userId, agentId }, settings: { ...planner, fetch: settings.fetch, mcpServers: settings.mcpServers }, run });
     const checkIns = this.deps.checkIns;
     const toolbox = checkIns && run ? withTools(base, createCheckInTools(checkIns, { userId, agentId, threadId: run.threadId, runId: run.runId })) : base;
     return { toolbox, settings };

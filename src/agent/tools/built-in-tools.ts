@@ -7,11 +7,17 @@ import { fetchWithinLimits } from './http-fetch.js';
 
 export const BUILT_IN_TOOL_NAMES = ['memory_search', 'memory_write', 'current_time', 'http_fetch'] as const;
 
+/** The run tools serve: what memory_write saves is recorded as the agent's, from it. */
+export interface ToolRun {
+  runId: string;
+  threadId: string;
+}
+
 export interface BuiltInToolContext {
   /** The run's (user, agent) memory namespace: the tools never reach another. */
   namespace: MemoryNamespace;
-  /** The run the tools serve: what memory_write saves is recorded as the agent's, from it. Absent when tools are only listed. */
-  run?: { runId: string; threadId: string } | undefined;
+  /** Absent when the tools are only listed. */
+  run?: ToolRun | undefined;
   memories: MemoryStore;
   clock: Clock;
   fetch: FetchToolSettings;

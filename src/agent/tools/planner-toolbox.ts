@@ -4,7 +4,7 @@ import { isInteropZodSchema } from '@langchain/core/utils/types';
 import type { Clock, MemoryNamespace, MemoryStore } from '../../app/ports.js';
 import { textOf } from '../../domain/message-content.js';
 import type { PlannerSettings } from '../../domain/planner/planner-settings.js';
-import { createBuiltInTools } from './built-in-tools.js';
+import { createBuiltInTools, type ToolRun } from './built-in-tools.js';
 import type { McpClientPool } from './mcp-client-pool.js';
 
 export interface ToolDescriptor {
@@ -31,14 +31,14 @@ export interface Toolbox {
 
 export interface ToolboxFactory {
   /** `run`: the run the tools serve (absent when they are only listed). */
-  toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings; run?: { runId: string; threadId: string } | undefined }): Promise<Toolbox>;
+  toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings; run?: ToolRun | undefined }): Promise<Toolbox>;
 }
 
 /** Built-in tools plus the agent's MCP servers' tools (from the shared pool). */
 export class PlannerToolboxFactory implements ToolboxFactory {
   constructor(private readonly deps: { memories: MemoryStore; clock: Clock; mcp: McpClientPool }) {}
 
-  async toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings; run?: { runId: string; threadId: string } | undefined }): Promise<Toolbox> {
+  async toolboxFor(input: { namespace: MemoryNamespace; settings: PlannerSettings; run?: ToolRun | undefined }): Promise<Toolbox> {
     const builtIn = createBuiltInTools({ namespace: input.namespace, run: input.run, memories: this.deps.memories, clock: this.deps.clock, fetch: input.settings.fetch });
     const servers = await this.deps.mcp.toolsOf(input.settings.mcpServers);
     const entries: ToolEntry[] = builtIn.map((tool) => ({ tool, descriptor: describe(tool, 'built-in', null) }));

@@ -5,19 +5,14 @@
  */
 import type { Migration } from './migration.js';
 
+const ADD_COLUMNS = [
+  `ALTER TABLE memories ADD COLUMN origin TEXT CHECK (origin IN ('api', 'agent'))`,
+  `ALTER TABLE memories ADD COLUMN run_id TEXT`,
+  `ALTER TABLE memories ADD COLUMN thread_id TEXT`,
+];
+
 export const memoryOriginMigration: Migration = {
   version: 17,
   name: 'memory-origin',
-  statements: {
-    sqlite: [
-      `ALTER TABLE memories ADD COLUMN origin TEXT CHECK (origin IN ('api', 'agent'))`,
-      `ALTER TABLE memories ADD COLUMN run_id TEXT`,
-      `ALTER TABLE memories ADD COLUMN thread_id TEXT`,
-    ],
-    postgres: [
-      `ALTER TABLE memories ADD COLUMN origin TEXT CHECK (origin IN ('api', 'agent'))`,
-      `ALTER TABLE memories ADD COLUMN run_id TEXT`,
-      `ALTER TABLE memories ADD COLUMN thread_id TEXT`,
-    ],
-  },
+  statements: { sqlite: ADD_COLUMNS, postgres: ADD_COLUMNS },
 };
