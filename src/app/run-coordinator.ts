@@ -70,6 +70,8 @@ export class RunCoordinator {
    * (waiting for their thread's lock, or holding it while their record is written).
    */
   private readonly requested = new Map<string, ActiveRun>(); // runId → run
+  /** Runs (ids) waiting for their thread's lock: a stop calls them off at once. */
+  private readonly waiting = new Set<string>();
   private readonly runEndHooks: RunEndHook[] = [];
   private readonly retry: RetryPolicy;
   private readonly projector: MessageProjector;
@@ -111,6 +113,9 @@ export class RunCoordinator {
    */
   async drain(graceMs = 0): Promise<void> {
     this.stopping = true;
+    // A run still waiting for its thread would be refused once it got it: called off now,
+    // its caller hears at once, and a wait for another instance's run ends with it.
+    for (const runId of this.waiting) this.requested.get(runId)?.controller.abort(new VigilError('RUN_CANCELLED', STOPPING_REASON));
     const busy = () => this.active.size > 0 || this.critical > 0;
     const deadline = Date.now() + graceMs;
     while (busy() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -187,25 +192,17 @@ export class RunCoordinator {
    */
   private async waitForThread(request: RunRequest, controller: AbortController): Promise<ThreadLease | undefined> {
     const { context } = request;
-    let stopWaiting: (() => void) | undefined;
+    // A person is never kept waiting behind the agent talking to itself.
+    // (A chat channel's message is a person speaking too.)
+    if (context.trigger === 'user' || context.trigger === 'channel') await this.locks.requestYield(context.threadId);
+    if (request.whenBusy === 'decline') return await this.locks.tryAcquire(context.threadId);
+    this.waiting.add(context.runId);
     try {
-      // A person is never kept waiting behind the agent talking to itself.
-      // (A chat channel's message is a person speaking too.)
-      if (context.trigger === 'user' || context.trigger === 'channel') await this.locks.requestYield(context.threadId);
-      const acquiring = request.whenBusy === 'decline' ? this.locks.tryAcquire(context.threadId) : this.locks.acquire(context.threadId);
-      const calledOff = new Promise<never>((_, reject) => {
-        stopWaiting = () => reject(controller.signal.reason);
-        if (controller.signal.aborted) stopWaiting();
-        else controller.signal.addEventListener('abort', stopWaiting, { once: true });
-      });
-      try {
-        return (await Promise.race([acquiring, calledOff])) ?? undefined;
-      } catch (error) {
-        void acquiring.then((lease) => lease?.release()).catch(() => undefined);
-        throw error;
-      }
+      // A stop that began since the request would have found the run here.
+      if (this.stopping) throw new VigilError('RUN_CANCELLED', STOPPING_REASON);
+      return await this.locks.acquire(context.threadId, controller.signal);
     } finally {
-      if (stopWaiting) controller.signal.removeEventListener('abort', stopWaiting);
+      this.waiting.delete(context.runId);
     }
   }
 

@@ -14,13 +14,41 @@ export interface ThreadLease {
 }
 
 export interface ThreadLockService {
-  /** Wait for the thread's lock (FIFO among waiters of this process). */
-  acquire(threadId: string): Promise<ThreadLease>;
+  /**
+   * Wait for the thread's lock (FIFO among waiters of this process). Called off by
+   * `signal`, the wait ends at once with the signal's reason and leaves nothing behind:
+   * the lock passes straight on when this waiter's turn comes, and a wait another
+   * instance's holder keeps long (PostgreSQL) is cancelled, not left on a connection.
+   */
+  acquire(threadId: string, signal?: AbortSignal): Promise<ThreadLease>;
   /** The lock if nobody holds or waits for it, here or on another instance; else undefined at once. */
   tryAcquire(threadId: string): Promise<ThreadLease | undefined>;
   /** Ask whoever holds the thread's lock now — in this process or another — to yield. */
   requestYield(threadId: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The lease `granted` will give, unless `signal` calls the wait off first: then the
+ * signal's reason at once, and the lease, when it comes, is released unused (so the
+ * waiters behind get the lock as if this one had never queued).
+ */
+export async function untilCalledOff(granted: Promise<ThreadLease>, signal: AbortSignal | undefined): Promise<ThreadLease> {
+  if (signal === undefined) return granted;
+  let stopWaiting: (() => void) | undefined;
+  const calledOff = new Promise<never>((_, reject) => {
+    stopWaiting = () => reject(signal.reason);
+    if (signal.aborted) stopWaiting();
+    else signal.addEventListener('abort', stopWaiting, { once: true });
+  });
+  try {
+    return await Promise.race([granted, calledOff]);
+  } catch (error) {
+    void granted.then((lease) => lease.release()).catch(() => undefined);
+    throw error;
+  } finally {
+    signal.removeEventListener('abort', stopWaiting!);
+  }
 }
 
 /**
@@ -64,9 +92,11 @@ export class InProcessThreadLocks implements ThreadLockService {
   private readonly mutex = new ThreadLocks();
   private readonly holders = new Map<string, Holder>();
 
-  async acquire(threadId: string): Promise<ThreadLease> {
-    const release = await this.mutex.acquire(threadId);
-    return this.lease(threadId, release);
+  async acquire(threadId: string, signal?: AbortSignal): Promise<ThreadLease> {
+    return untilCalledOff(
+      this.mutex.acquire(threadId).then((release) => this.lease(threadId, release)),
+      signal,
+    );
   }
 
   async tryAcquire(threadId: string): Promise<ThreadLease | undefined> {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresThreadLocks } from '../../src/adapters/locks/postgres-thread-locks.js';
 import { InProcessThreadLocks, type ThreadLockService } from '../../src/app/thread-lock.js';
 import { describePostgres, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const logger = pino({ level: 'silent' });
 const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
@@ -44,6 +45,30 @@ describe('in-process thread lock', () => {
     const free = await locks.tryAcquire('t');
     expect(free).toBeDefined();
     await free!.release();
+  });
+
+  it('I8: a wait called off ends at once and keeps nobody waiting; the lock passes to the next in line', async () => {
+    const locks = new InProcessThreadLocks();
+    const first = await locks.acquire('t');
+    const calledOff = new AbortController();
+    const abandoned = locks.acquire('t', calledOff.signal);
+    const order: string[] = [];
+    const third = locks.acquire('t').then(async (lease) => {
+      order.push('third');
+      await lease.release();
+    });
+    calledOff.abort(new Error('called off'));
+    await expect(abandoned).rejects.toThrow('called off');
+    await first.release();
+    await third;
+    expect(order).toEqual(['third']);
+    // Nothing is left holding the lock: the abandoned place released what it was given.
+    const free = await locks.tryAcquire('t');
+    expect(free).toBeDefined();
+    await free!.release();
+    // Already called off: refused without queueing.
+    await expect(locks.acquire('t', calledOff.signal)).rejects.toThrow('called off');
+    expect(locks.isLocked('t')).toBe(false);
   });
 
   it('I8: a yield request reaches the holder, and not a lease granted after it', async () => {
@@ -111,6 +136,37 @@ describePostgres('PostgreSQL thread lock across instances', postgres, () => {
       await lease.release();
     } finally {
       await elsewhere.close();
+    }
+  });
+
+  it('I8: a wait for a thread another instance holds, called off, ends at once and is cancelled in PostgreSQL', async () => {
+    const lease = await a.acquire('thread-6');
+    const calledOff = new AbortController();
+    const waiting = b.acquire('thread-6', calledOff.signal);
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+    try {
+      // b's connection waits in PostgreSQL for a's advisory lock.
+      const lockWaits = async () =>
+        (
+          await admin.query(`SELECT count(*)::int AS waits FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_lock%'`, [
+            (b as PostgresThreadLocks).applicationName,
+          ])
+        ).rows[0].waits as number;
+      await waitFor(async () => (await lockWaits()) === 1, 5_000, "b's lock wait in PostgreSQL");
+      calledOff.abort(new Error('called off'));
+      await expect(waiting).rejects.toThrow('called off');
+      await waitFor(async () => (await lockWaits()) === 0, 5_000, "b's lock wait to be cancelled");
+      // a still holds the thread: calling off b's wait did not touch it.
+      expect(await b.tryAcquire('thread-6')).toBeUndefined();
+      await lease.release();
+      // And b's abandoned place does not hold it either.
+      const next = await b.tryAcquire('thread-6');
+      expect(next).toBeDefined();
+      await next!.release();
+    } finally {
+      await admin.end();
+      await lease.release();
     }
   });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { InProcessThreadLocks, type ThreadLease, type ThreadLockService } from '../../app/thread-lock.js';
+import { InProcessThreadLocks, type ThreadLease, type ThreadLockService, untilCalledOff } from '../../app/thread-lock.js';
 import { PostgresListener } from '../sql/postgres-listener.js';
 
 /** First key of every thread lock: keeps them apart from other advisory locks (the migrator's, pg-boss's). */
@@ -74,13 +74,19 @@ export class PostgresThreadLocks implements ThreadLockService {
     return locks;
   }
 
-  async acquire(threadId: string): Promise<ThreadLease> {
-    const local = await this.#local.acquire(threadId);
+  async acquire(threadId: string, signal?: AbortSignal): Promise<ThreadLease> {
+    return untilCalledOff(this.#acquire(threadId, signal), signal);
+  }
+
+  async #acquire(threadId: string, signal: AbortSignal | undefined): Promise<ThreadLease> {
+    const local = await this.#local.acquire(threadId, signal);
     try {
+      signal?.throwIfAborted();
       const client = await this.#connect();
       try {
-        await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_NAMESPACE, this.#key(threadId)]);
+        await this.#waitForLock(client, threadId, signal);
       } catch (error) {
+        // Dropping the connection ends its session: a lock granted as the wait was called off goes with it.
         client.release(error as Error);
         throw error;
       }
@@ -88,6 +94,55 @@ export class PostgresThreadLocks implements ThreadLockService {
     } catch (error) {
       await local.release();
       throw error;
+    }
+  }
+
+  /**
+   * `pg_advisory_lock` on the lease's connection. While another instance holds the thread
+   * the statement waits in PostgreSQL; called off meanwhile (a cancelled run, a stopping
+   * server), the wait is cancelled there, so the connection comes back and a stop does not
+   * wait for the other instance's run.
+   */
+  async #waitForLock(client: pg.PoolClient, threadId: string, signal: AbortSignal | undefined): Promise<void> {
+    const locking = client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_NAMESPACE, this.#key(threadId)]);
+    if (signal === undefined) {
+      await locking;
+      return;
+    }
+    let cancelling: Promise<void> | undefined;
+    const cancel = () => {
+      cancelling = this.#cancelStatement(backendPid(client));
+    };
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
+    try {
+      await locking;
+    } catch (error) {
+      throw signal.aborted ? signal.reason : error;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+      // Landed before the connection runs anything else: a late cancel would hit that statement.
+      await cancelling;
+    }
+    // Granted just as it was called off.
+    signal.throwIfAborted();
+  }
+
+  /** Cancels what a lock connection's backend runs now (its wait), from a connection of its own: the pool's may all be waiting. */
+  async #cancelStatement(pid: number | undefined): Promise<void> {
+    if (pid === undefined) {
+      this.#logger.warn('could not call off a wait for a thread lock (its backend is unknown); its connection returns once the lock is granted');
+      return;
+    }
+    const admin = new pg.Client({ connectionString: this.#options.connectionString, application_name: this.applicationName });
+    admin.on('error', () => undefined);
+    try {
+      await admin.connect();
+      await admin.query('SELECT pg_cancel_backend($1)', [pid]);
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'could not call off a wait for a thread lock; its connection returns once the lock is granted');
+    } finally {
+      await admin.end().catch(() => undefined);
     }
   }
 
@@ -197,4 +252,10 @@ export class PostgresThreadLocks implements ThreadLockService {
     if (notice.instance === this.#instance || notice.schema !== this.#options.schema) return;
     if (this.#local.yieldHolder(notice.threadId, notice.at + YIELD_SKEW_MS)) this.#logger.debug({ threadId: notice.threadId }, 'yielding a thread to a person on another instance');
   }
+}
+
+/** The backend process of a connection, which node-postgres keeps from the server's key data (not in its type declarations). */
+function backendPid(client: pg.PoolClient): number | undefined {
+  const pid = (client as unknown as { processID?: unknown }).processID;
+  return typeof pid === 'number' ? pid : undefined;
 }
