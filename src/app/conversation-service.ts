@@ -10,6 +10,10 @@ import type { Admission, RunCoordinator, RunDeclined, RunOutcome } from './run-c
 import type { Clock, MessagePage, RunRecord, Storage, ThreadPage, ThreadRecord } from './ports.js';
 import type { RunCancellations } from './runs/run-cancellation.js';
 
+/** A thread runs one run at a time (I8): one still running is among its newest records. */
+const RECENT_RUNS = 20;
+const DELETED_REASON = 'the thread was deleted';
+
 export interface HistoryQuery {
   includeInternal: boolean;
   limit: number;
@@ -92,8 +96,16 @@ export class ConversationService {
   async deleteThread(userId: string, threadId: string): Promise<void> {
     const thread = await this.getThread(userId, threadId);
     for (const hook of this.threadDeletedHooks) await hook(thread);
-    await this.storage.checkpointer.deleteThread(threadId);
-    if (!(await this.storage.threads.delete(userId, threadId))) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+    // A run of the thread on another instance is called off there (its record says it runs);
+    // this process's own, and the wait for the thread, are withThreadCleared's.
+    for (const run of await this.storage.runs.listByThread(userId, threadId, { limit: RECENT_RUNS })) {
+      if (run.status === 'running') await this.cancelAnywhere(userId, run.id, DELETED_REASON);
+    }
+    const gone = new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+    await this.coordinator.withThreadCleared(userId, threadId, { cancelled: DELETED_REASON, gone }, async () => {
+      await this.storage.checkpointer.deleteThread(threadId);
+      if (!(await this.storage.threads.delete(userId, threadId))) throw gone;
+    });
     this.logger.info({ threadId }, 'thread deleted');
     for (const hook of this.threadGoneHooks) {
       try {
@@ -236,8 +248,8 @@ export class ConversationService {
    * reaches whichever instance the client reached). The caller has checked that the run is
    * the user's; another instance cancels it for that user only (I12).
    */
-  async cancelAnywhere(userId: string, runId: string): Promise<void> {
-    if (!this.coordinator.cancel(userId, runId)) await this.cancellations?.request({ runId, userId });
+  async cancelAnywhere(userId: string, runId: string, reason?: string): Promise<void> {
+    if (!this.coordinator.cancel(userId, runId, reason)) await this.cancellations?.request({ runId, userId });
   }
 
   /** Cancels that reach the other instances (PostgreSQL); this instance then hears theirs. */

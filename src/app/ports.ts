@@ -192,7 +192,8 @@ export interface MemoryNamespace {
  * memory_write tool in a run. Recalled memories are data either way (never instructions);
  * the origin tells a person which are their own words and which the agent's notes.
  */
-export type MemoryOrigin = { by: 'api' } | { by: 'agent'; runId: string; threadId: string };
+/** The agent's: the run and thread it wrote in (the thread null once deleted; the run's record stays). */
+export type MemoryOrigin = { by: 'api' } | { by: 'agent'; runId: string; threadId: string | null };
 
 export interface MemoryRecord {
   id: string;

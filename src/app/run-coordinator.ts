@@ -89,11 +89,30 @@ export class RunCoordinator {
    * Cancel a run of this user: one in progress, or one still waiting for its thread (it
    * then never starts); false when this process has no such run.
    */
-  cancel(userId: string, runId: string): boolean {
+  cancel(userId: string, runId: string, reason = 'the run was cancelled'): boolean {
     const run = this.active.get(runId) ?? this.requested.get(runId);
     if (!run || run.userId !== userId) return false;
-    run.controller.abort(new VigilError('RUN_CANCELLED', 'the run was cancelled'));
+    run.controller.abort(new VigilError('RUN_CANCELLED', reason));
     return true;
+  }
+
+  /**
+   * Run `work` holding the thread with no run on it (a thread's deletion): the thread's
+   * runs in this process are called off first (one in progress is cancelled; one waiting
+   * for the thread is answered `gone`), and a run that gets the thread after `work` finds
+   * it gone (leaseAndRun), so none writes it back.
+   */
+  async withThreadCleared<T>(userId: string, threadId: string, reasons: { cancelled: string; gone: VigilError }, work: () => Promise<T>): Promise<T> {
+    for (const run of this.requested.values()) {
+      if (run.threadId !== threadId || run.userId !== userId) continue;
+      run.controller.abort(this.waiting.has(run.runId) ? reasons.gone : new VigilError('RUN_CANCELLED', reasons.cancelled));
+    }
+    const lease = await this.locks.acquire(threadId);
+    try {
+      return await work();
+    } finally {
+      await lease.release();
+    }
   }
 
   activeRunOf(threadId: string): string | undefined {
@@ -176,7 +195,11 @@ export class RunCoordinator {
         if (admission.input !== undefined) input = admission.input;
       }
       if (this.stopping) throw new VigilError('RUN_CANCELLED', STOPPING_REASON);
-      const outcome = await this.execute(request, registered, controller, input);
+      // Deleted while the run waited (a deletion holds the thread, see withThreadCleared):
+      // nothing of the run is written, which would bring the thread's checkpoint back.
+      const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
+      if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${context.threadId}"`);
+      const outcome = await this.execute(request, registered, controller, input, thread.messageCount);
       await this.afterRun({ context, agent, outcome, supersededByPerson: lease.yieldRequested.aborted, signal: lease.yieldRequested });
       return outcome;
     } finally {
@@ -210,13 +233,14 @@ export class RunCoordinator {
    * The run itself, in named steps (see RunExecution): record and announce it, drive the
    * graph with bounded retries, record how it ended, and always announce the end.
    */
-  private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
+  private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null, projectionCount: number): Promise<RunOutcome> {
     const modelSpec = request.agent.model ?? this.deps.defaultModel;
     const execution = new RunExecution(
       { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec), callbacks: this.deps.runCallbacks, modelInputs: this.deps.modelInputs },
       request,
       registered,
       controller,
+      projectionCount,
     );
     try {
       const run = await execution.startRun(input === null);

@@ -36,7 +36,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /api/threads/{threadId}/history': { id: 'getThreadHistory', summary: 'Messages a person sees, newest page first' },
   'GET /api/threads/{threadId}/events': { id: 'streamThreadEvents', summary: "Stream the thread's events from every instance (resumable)", sse: true },
   'GET /api/threads/{threadId}/context': { id: 'getThreadContext', summary: 'What the next model call would receive, with token counts' },
-  'POST /api/threads/{threadId}/messages': { id: 'sendMessage', summary: 'Send a message and run the agent', sse: true, errors: [409] },
+  'POST /api/threads/{threadId}/messages': { id: 'sendMessage', summary: 'Send a message and run the agent', sse: true, errors: [409, 499] },
   'GET /api/threads/{threadId}/runs': { id: 'listThreadRuns', summary: "A thread's runs, newest first" },
   'GET /api/runs/{runId}': { id: 'getRun', summary: 'Get a run' },
   'POST /api/runs/{runId}/cancel': { id: 'cancelRun', summary: 'Cancel a run in progress' },

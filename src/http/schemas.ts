@@ -162,7 +162,7 @@ export const memoryDto = z.object({
   origin: z
     .object({ by: z.enum(['api', 'agent']), runId: z.string().nullable(), threadId: z.string().nullable() })
     .nullable()
-    .describe("who wrote it: 'api' (the person or their app) or 'agent' (its memory_write tool, in the run and thread named; null for 'api'); null for memories written before origins were kept"),
+    .describe("who wrote it: 'api' (the person or their app) or 'agent' (its memory_write tool, in the run and thread named; null for 'api', and the thread null once it was deleted); null for memories written before origins were kept"),
   score: z.number().optional(),
 });
 

@@ -50,7 +50,7 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
               {memory.origin?.by === 'agent' && (
                 <>
                   {' · noted by the agent in '}
-                  <a href={`#chat/${memory.origin.threadId}`}>a conversation</a>
+                  {memory.origin.threadId ? <a href={`#chat/${memory.origin.threadId}`}>a conversation</a> : 'a conversation since deleted'}
                 </>
               )}
               {memory.score !== undefined ? ` · score ${memory.score.toFixed(2)}` : ''}

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { AgentChanges, AgentKind, AgentRecord, AgentRepository, Iso, NewAgent } from '../../app/ports.js';
 import { VigilError } from '../../domain/errors.js';
 import type { AgentsTable, SqlContext } from './database.js';
+import { deleteAgentOwnedRows } from './owned-rows.js';
 import { decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
 
 export class SqlAgentRepository implements AgentRepository {
@@ -82,8 +83,12 @@ export class SqlAgentRepository implements AgentRepository {
   }
 
   async delete(userId: string, id: string): Promise<boolean> {
-    const result = await this.#context.db.deleteFrom('agents').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    return this.#context.transaction(async (trx) => {
+      const result = await trx.deleteFrom('agents').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await deleteAgentOwnedRows(trx, userId, id);
+      return true;
+    });
   }
 
   async list(userId: string): Promise<AgentRecord[]> {

@@ -103,6 +103,6 @@ function toMemoryRecord(row: MemoryRow): MemoryRecord {
 
 function originOf(row: MemoryRow): MemoryOrigin | null {
   if (row.origin === 'api') return { by: 'api' };
-  if (row.origin === 'agent' && row.run_id !== null && row.thread_id !== null) return { by: 'agent', runId: row.run_id, threadId: row.thread_id };
+  if (row.origin === 'agent' && row.run_id !== null) return { by: 'agent', runId: row.run_id, threadId: row.thread_id };
   return null;
 }

@@ -74,7 +74,7 @@ interface PlanToolCallsTable {
   ended_at: Timestamp;
 }
 
-type PlanTables = { plans: PlansTable; plan_milestones: PlanMilestonesTable; plan_tool_calls: PlanToolCallsTable };
+export type PlanTables = { plans: PlansTable; plan_milestones: PlanMilestonesTable; plan_tool_calls: PlanToolCallsTable };
 type PlanDb = Kysely<PlanTables>;
 
 /** Plans, milestones and tool calls over the app's Kysely database (SQLite or PostgreSQL). */

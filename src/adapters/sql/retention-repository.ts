@@ -22,10 +22,33 @@ export class SqlRetentionRepository implements RetentionStore {
     const db = this.#db;
     switch (kind) {
       case 'runs': {
-        // Only finished runs: a run still going (or whose process died mid-run) is kept.
+        // Only finished runs: a run still going (or whose process died mid-run) is kept, and
+        // so is one that stopped for a person's approval still pending: the run that resumes
+        // it takes its trigger and correlation id from it (I16), however long the person takes.
         const result = await db
           .deleteFrom('runs')
-          .where('id', 'in', db.selectFrom('runs').select('id').where('ended_at', 'is not', null).where('ended_at', '<', before).limit(limit))
+          .where(
+            'id',
+            'in',
+            db
+              .selectFrom('runs')
+              .select('runs.id')
+              .where('runs.ended_at', 'is not', null)
+              .where('runs.ended_at', '<', before)
+              .where(({ not, exists, selectFrom }) =>
+                not(
+                  exists(
+                    selectFrom('tool_approvals as waiting')
+                      .select('waiting.id')
+                      // The thread first: the pending-approvals index is on it.
+                      .whereRef('waiting.thread_id', '=', 'runs.thread_id')
+                      .whereRef('waiting.run_id', '=', 'runs.id')
+                      .where('waiting.status', '=', 'pending'),
+                  ),
+                ),
+              )
+              .limit(limit),
+          )
           .executeTakeFirst();
         return Number(result.numDeletedRows);
       }

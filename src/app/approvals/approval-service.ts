@@ -220,8 +220,8 @@ export class ApprovalService implements ApprovalGate {
     const { storage, coordinator, clock } = this.deps;
     const agent = await storage.agents.get(record.userId, record.agentId);
     const waitingRun = await storage.runs.get(record.userId, record.runId);
-    if (!agent || !waitingRun) return;
-    const log = this.deps.logger.child({ threadId: record.threadId, waitingRunId: record.runId });
+    const log = this.deps.logger.child({ threadId: record.threadId, waitingRunId: record.runId, approvalId: record.id });
+    if (!agent || !waitingRun) return log.warn({ agentFound: agent !== undefined, waitingRunFound: waitingRun !== undefined }, 'a decided approval has nothing to resume: its agent or the run that waited is gone');
     const context: RunContext = {
       runId: randomUUID(),
       threadId: record.threadId,

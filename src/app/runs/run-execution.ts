@@ -80,7 +80,10 @@ export class RunExecution {
     private readonly request: RunRequest,
     private readonly registered: RegisteredGraph,
     readonly controller: AbortController,
+    /** How many messages the thread's projection holds as the run starts (read under the thread's lock). */
+    projectionCount?: number,
   ) {
+    this.projectionCount = projectionCount;
     this.callbacks = deps.callbacks?.();
     const { context, agent } = request;
     this.log = deps.logger.child({ threadId: context.threadId, runId: context.runId });

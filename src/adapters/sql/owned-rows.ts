@@ -1,0 +1,50 @@
+/**
+ * What deleting a thread or an agent takes with it, in the transaction that deletes it:
+ * the rows of other features that belong to it, so that nothing of it is served after, or
+ * comes back to someone who reuses its id (clients choose both: an agent's id, and a
+ * thread's through the LangGraph protocol).
+ */
+import type { Transaction } from 'kysely';
+import type { ApprovalTables } from './approval-repository.js';
+import type { CheckInTables } from './check-in-repository.js';
+import type { Database } from './database.js';
+import type { OutboundTables } from './outbound-webhook-repository.js';
+import type { PlanTables } from './plan-repository.js';
+import type { TelegramTables } from './telegram-tables.js';
+
+/**
+ * What a thread's deletion takes with it, in the transaction that deletes the thread (its
+ * messages go by ON DELETE CASCADE): the rows of other features that hold what was said
+ * in it or act on it. Without this a deleted thread's plan (its request, its tool calls and
+ * their results) and its approval requests (the calls' arguments) were still served, a
+ * pending check-in or approval waited on a thread id that a client may reuse (the LangGraph
+ * protocol lets it choose one), and a Telegram chat stayed mapped to the missing thread, so
+ * its messages were dropped for good. Memories the agent noted in the thread stay (they are
+ * the agent's, and the person deletes them on their own); they no longer name the thread,
+ * only the run (whose record stays).
+ * Jobs armed for these rows find nothing and do nothing. Runs stay as the record of what
+ * happened; timers, schedules and webhooks are the services' (deletion-cascade.ts).
+ */
+export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: string, threadId: string): Promise<void> {
+  const db = trx.withTables<PlanTables & ApprovalTables & CheckInTables & TelegramTables>();
+  // Milestones and tool calls go with their plan (ON DELETE CASCADE).
+  await db.deleteFrom('plans').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  await db.deleteFrom('tool_approvals').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  await db.deleteFrom('check_ins').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  await db.deleteFrom('telegram_chats').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  await db.updateTable('memories').set({ thread_id: null }).where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+}
+
+/**
+ * What an agent's deletion takes with it (its threads go one by one before, each with its
+ * own rows): its memories and its outbound webhooks. Agent ids are the person's to choose
+ * and `default` comes back on its own on next use, so without this a new agent of the same
+ * id recalled the old one's memories and posted to the old one's webhook addresses. A
+ * delivery still queued for a deleted webhook is recorded as failed, as when one webhook
+ * is deleted. The agent's autonomy usage stays: deleting and re-creating an agent must not
+ * reset its daily budget.
+ */
+export async function deleteAgentOwnedRows(trx: Transaction<Database>, userId: string, agentId: string): Promise<void> {
+  await trx.deleteFrom('memories').where('user_id', '=', userId).where('agent_id', '=', agentId).execute();
+  await trx.withTables<OutboundTables>().deleteFrom('outbound_webhooks').where('user_id', '=', userId).where('agent_id', '=', agentId).execute();
+}

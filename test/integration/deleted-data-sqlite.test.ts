@@ -1,0 +1,3 @@
+import { deletedDataSuite } from './deleted-data.suite.js';
+
+deletedDataSuite(() => ({ kind: 'sqlite' }));
