@@ -36,6 +36,7 @@ function textParts(content: unknown): string[] {
 
 /** A short single-line preview of a message's text, for thread lists and logs. */
 export function previewOf(content: unknown, maxChars = 120): string {
-  const text = textOf(content).replace(/\s+/g, ' ').trim();
+  // Control characters go too: a model may write U+0000, which PostgreSQL's text refuses.
+  const text = textOf(content).replace(/[\u0000-\u0008\u000e-\u001f\u007f]/g, '').replace(/\s+/g, ' ').trim();
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
 }

@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { HttpDependencies } from './http-dependencies.js';
 import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
+import { containsNul } from './nul-characters.js';
+import { VigilError } from '../domain/errors.js';
 import { agentRoutes } from './routes/agent-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { checkInRoutes } from './routes/check-in-routes.js';
@@ -77,6 +79,12 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     },
   });
 
+  // Refused on both databases alike, before any handler writes or calls a model (nul-characters.ts).
+  app.addHook('preValidation', async (request) => {
+    if (containsNul(request.params) || containsNul(request.query) || containsNul(request.body)) {
+      throw new VigilError('VALIDATION_FAILED', 'text may not contain the NUL character (U+0000)');
+    }
+  });
   if (deps.corsOrigins && deps.corsOrigins.length > 0) registerCors(app, deps.corsOrigins);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -5,6 +5,10 @@
  */
 import { VigilError } from '../../domain/errors.js';
 
+const MAX_SEQ = 2 ** 31 - 1;
+/** Longer than any id vigil makes or accepts. */
+const MAX_ID_LENGTH = 256;
+
 export interface ThreadCursor {
   updatedAt: string;
   id: string;
@@ -24,8 +28,11 @@ export function decodeThreadCursor(cursor: string): ThreadCursor {
   const id = value.i;
   if (typeof updatedAt !== 'string' || typeof id !== 'string' || Object.keys(value).length !== 2) throw invalidCursor();
   const time = Date.parse(updatedAt);
-  // Only our own toISOString() form, so the text comparison on SQLite stays exact.
-  if (Number.isNaN(time) || new Date(time).toISOString() !== updatedAt) throw invalidCursor();
+  // Only our own toISOString() form, so the text comparison on SQLite stays exact, and a
+  // four-digit year from 1 on: toISOString also writes years 0, -271821 and +275760, which
+  // PostgreSQL's timestamptz refuses (a 500 where a forged cursor is a 400).
+  if (Number.isNaN(time) || new Date(time).toISOString() !== updatedAt || !/^\d{4}-/.test(updatedAt) || updatedAt.startsWith('0000')) throw invalidCursor();
+  if (id.length > MAX_ID_LENGTH || id.includes('\u0000')) throw invalidCursor();
   return { updatedAt, id };
 }
 
@@ -36,7 +43,8 @@ export function encodeMessageCursor(cursor: MessageCursor): string {
 export function decodeMessageCursor(cursor: string): MessageCursor {
   const value = decode(cursor);
   const seq = value.s;
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || Object.keys(value).length !== 1) throw invalidCursor();
+  // A seq is a PostgreSQL integer (int4): a larger one is forged.
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || seq > MAX_SEQ || Object.keys(value).length !== 1) throw invalidCursor();
   return { seq };
 }
 

@@ -16,6 +16,12 @@ export interface ModelFailure {
 
 export function classifyModelFailure(error: unknown, context: { streamed: boolean }): ModelFailure {
   if (isVigilError(error)) return { code: error.code, reason: error.message, retryable: error.status >= 500 };
+  // The database refused what the run stores (a checkpoint, the projection): not the model's
+  // doing. Taken for a cut stream, a refusal (bad data) was retried, each try calling the
+  // model again for the same refusal; only a passing condition (a lost connection, a busy
+  // database, a deadlock) is worth another try.
+  const database = databaseErrorOf(error);
+  if (database) return { code: 'INTERNAL', reason: `storing the run's progress failed: ${database.message}`, retryable: database.transient };
   const record = (typeof error === 'object' && error !== null ? error : {}) as Record<string, unknown>;
   const status = typeof record.status === 'number' ? record.status : undefined;
   const message = error instanceof Error ? error.message : String(error);
@@ -29,6 +35,25 @@ export function classifyModelFailure(error: unknown, context: { streamed: boolea
   if (isTimeout(error)) return { code: 'MODEL_TIMEOUT', reason: `the model did not answer in time: ${message}`, retryable: true };
   if (context.streamed) return { code: 'MODEL_STREAM_CUT', reason: `the model's stream broke off before the reply was complete: ${message}`, retryable: true };
   return { code: 'MODEL_ERROR', reason: `the model call failed: ${message}`, retryable: true };
+}
+
+/** SQLSTATE classes of conditions that pass: connection (08), rollback (40: serialization, deadlock), resources (53), operator intervention (57). */
+const TRANSIENT_SQLSTATE = /^(08|40|53|57)/;
+/** SQLite's BUSY and LOCKED. */
+const TRANSIENT_SQLITE = new Set([5, 6]);
+
+/**
+ * An error from the database driver, by shape: PostgreSQL's carry a five-character SQLSTATE
+ * `code` and a `severity` (pg's DatabaseError), node:sqlite's the code ERR_SQLITE_ERROR
+ * and SQLite's own `errcode`.
+ */
+function databaseErrorOf(error: unknown): { message: string; transient: boolean } | undefined {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
+    const { code, severity, errcode } = current as { code?: unknown; severity?: unknown; errcode?: unknown };
+    if (code === 'ERR_SQLITE_ERROR') return { message: current.message, transient: typeof errcode === 'number' && TRANSIENT_SQLITE.has(errcode & 0xff) };
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string') return { message: current.message, transient: TRANSIENT_SQLSTATE.test(code) };
+  }
+  return undefined;
 }
 
 function isTimeout(error: unknown): boolean {

@@ -137,18 +137,39 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     const content = decisions ? undefined : contentOf(body.input);
     const metadata = clientMetadata(body.metadata);
     const agent = await resolveAssistant(context, userId, body.assistant_id);
+    let existing: ThreadRecord | undefined;
+    if (threadId !== null) {
+      if (body.on_completion !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'on_completion applies to stateless runs only');
+      existing = await deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
+        if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND' && body.if_not_exists === 'create') return undefined;
+        throw error;
+      });
+    }
+    // Every check of the thread's state before anything is written (I11): a refused run
+    // leaves no thread made (stateless, or if_not_exists) and none bound to its assistant.
+    // A thread still to be made has no messages, no run and nothing waiting.
+    // useStream names the state it shows; vigil runs from the latest state only (history is never rewritten, I14).
+    const checkpointId = body.checkpoint_id ?? (body.checkpoint as { checkpoint_id?: unknown } | undefined)?.checkpoint_id;
+    if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) {
+      const latest = checkpointIdOf(existing ? (await visibleMessages(context, userId, existing.id)).length : 0);
+      if (checkpointId !== latest) throw new VigilError('UNSUPPORTED_OPTION', `a run starts from the thread's latest state (${latest}); branching from an earlier checkpoint is not supported (history is never rewritten, I14)`);
+    }
+    const strategy = body.multitask_strategy ?? 'reject';
+    // In flight here, or running on any instance (its run record says so).
+    const elsewhere = existing ? await runningRunOf(context, userId, existing.id) : undefined;
+    const busy = existing !== undefined && (runs.isBusy(existing.id) || elsewhere !== undefined);
+    if (busy && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${threadId}"; resume once it waits for your decision`);
+    if (busy && strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${threadId}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
+    // threadId is set: a stateless run with decisions was refused above.
+    const decide = decisions ? await decider(userId, threadId!, decisions) : undefined;
+
     let thread: ThreadRecord;
     if (threadId === null) {
       thread = await deps.conversations.createThread(userId, { agentId: agent.id });
       await store.setThreadMetadata(userId, thread.id, {}, new Date().toISOString());
     } else {
-      if (body.on_completion !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'on_completion applies to stateless runs only');
-      const found = await deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
-        if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND' && body.if_not_exists === 'create') return undefined;
-        throw error;
-      });
       thread =
-        found ??
+        existing ??
         (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id }).catch((error: unknown) => {
           // The id is taken by another user's thread: that one stays invisible (I12).
           throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
@@ -160,28 +181,14 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         thread = await deps.conversations.getThread(userId, thread.id);
       }
     }
-    // useStream names the state it shows; vigil runs from the latest state only (history is never rewritten, I14).
-    const checkpointId = body.checkpoint_id ?? (body.checkpoint as { checkpoint_id?: unknown } | undefined)?.checkpoint_id;
-    if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) {
-      const latest = checkpointIdOf((await visibleMessages(context, userId, thread.id)).length);
-      if (checkpointId !== latest) throw new VigilError('UNSUPPORTED_OPTION', `a run starts from the thread's latest state (${latest}); branching from an earlier checkpoint is not supported (history is never rewritten, I14)`);
-    }
-    const strategy = body.multitask_strategy ?? 'reject';
-    // In flight here, or running on any instance (its run record says so).
-    const elsewhere = await runningRunOf(context, userId, thread.id);
-    const busy = runs.isBusy(thread.id) || elsewhere !== undefined;
-    if (busy && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}"; resume once it waits for your decision`);
-    if (busy) {
-      if (strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${thread.id}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
-      if (strategy === 'interrupt') {
-        // Cancel what holds or waits for the thread, on any instance; its messages so far stay (I14).
-        for (const other of runs.inFlightOn(thread.id)) await runs.cancel(userId, other.runId);
-        const active = runs.activeRunOf(thread.id);
-        for (const running of new Set([active, elsewhere])) if (running !== undefined) await runs.cancel(userId, running);
-      }
+    if (busy && strategy === 'interrupt') {
+      // Cancel what holds or waits for the thread, on any instance; its messages so far stay (I14).
+      for (const other of runs.inFlightOn(thread.id)) await runs.cancel(userId, other.runId);
+      const active = runs.activeRunOf(thread.id);
+      for (const running of new Set([active, elsewhere])) if (running !== undefined) await runs.cancel(userId, running);
     }
     const run = decisions
-      ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, decide: await decider(userId, thread.id, decisions) })
+      ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, decide: decide! })
       : await runs.start({ userId, thread, agent, content: content!, metadata, multitaskStrategy: strategy, correlationId: request.id });
     const stateless = threadId === null;
     if (stateless && body.on_completion !== 'keep') {

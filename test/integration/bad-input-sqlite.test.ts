@@ -1,0 +1,3 @@
+import { badInputSuite } from './bad-input.suite.js';
+
+badInputSuite(() => ({ kind: 'sqlite' }));

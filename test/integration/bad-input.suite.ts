@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RecordingModel } from '../helpers/recording-model.js';
+import { BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+
+type Json = Record<string, any>;
+
+const forge = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+/**
+ * I11 at the edges of what a request may hold: bad input is a 4xx with a stable code and
+ * the same on both databases (PostgreSQL refuses some values SQLite stores), and a refused
+ * request leaves nothing written.
+ */
+export function badInputSuite(backend: () => Backend): void {
+  describe('bad input', () => {
+    let server: TestServer;
+    // A model that writes U+0000 in its reply (models do emit control characters).
+    const model = new RecordingModel(['before\u0000after']);
+
+    beforeAll(async () => {
+      server = await startTestServer(backend(), { models: () => model });
+    });
+    afterAll(async () => {
+      await server?.destroy();
+    });
+
+    it('I11: U+0000 anywhere in a request is a 400 VALIDATION_FAILED before anything is written or a model called', async () => {
+      const thread = (await server.request('POST', '/api/threads', { body: {} })).body;
+      const calls = model.calls.length;
+      const sent = await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: 'hi\u0000there' } });
+      expect(sent.status).toBe(400);
+      expect(sent.body.error.code).toBe('VALIDATION_FAILED');
+      expect(model.calls.length).toBe(calls);
+      expect((await server.request('GET', `/api/threads/${thread.id}/runs`)).body.runs).toEqual([]);
+      for (const [method, path, body] of [
+        ['GET', '/api/threads/%00', undefined],
+        ['GET', '/api/threads?cursor=%00', undefined],
+        ['POST', '/api/agents', { id: 'nul-name', name: 'a\u0000b' }],
+        ['POST', '/api/agents', { id: 'nul-key', name: 'n', settings: { 'a\u0000': 1 } }],
+        ['POST', '/threads', { thread_id: 'abc\u0000' }],
+        ['POST', '/assistants', { graph_id: 'chat', assistant_id: 'n\u0000' }],
+      ] as const) {
+        const answer = await server.request(method, path, body === undefined ? {} : { body });
+        expect(answer.status, `${method} ${path}`).toBe(400);
+        expect(answer.body.error.code, `${method} ${path}`).toBe('VALIDATION_FAILED');
+      }
+      expect((await server.request('GET', '/api/agents/nul-name')).status).toBe(404);
+      // The thread goes on as if the refused message had never been sent.
+      const next = await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: 'hello again' } });
+      expect(next.status).toBe(200);
+      const history = (await server.request('GET', `/api/threads/${thread.id}/history`)).body.messages as Json[];
+      expect(history.map((message) => message.role)).toEqual(['user', 'assistant']);
+      expect(history[0]!.content).toBe('hello again');
+    });
+
+    it("a model's reply holding U+0000 is stored on both databases, in one model call", async () => {
+      const thread = (await server.request('POST', '/api/threads', { body: {} })).body;
+      const calls = model.calls.length;
+      const sent = await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: 'say something odd' } });
+      expect(sent.status).toBe(200);
+      expect(sent.body.run.status).toBe('succeeded');
+      expect(model.calls.length).toBe(calls + 1);
+      const history = (await server.request('GET', `/api/threads/${thread.id}/history`)).body.messages as Json[];
+      expect(history[1]!.content).toBe('before\u0000after');
+      // The thread list's preview leaves the control character out.
+      const listed = (await server.request('GET', '/api/threads?limit=100')).body.threads.find((item: Json) => item.id === thread.id);
+      expect(listed.preview).toBe('beforeafter');
+    });
+
+    it('I11: a forged cursor is a 400, including values PostgreSQL cannot hold', async () => {
+      const thread = (await server.request('POST', '/api/threads', { body: {} })).body;
+      const history = await server.request('GET', `/api/threads/${thread.id}/history?cursor=${forge({ s: 2 ** 31 })}`);
+      expect(history.status).toBe(400);
+      expect(history.body.error.code).toBe('VALIDATION_FAILED');
+      for (const updatedAt of ['0000-01-01T00:00:00.000Z', new Date(-8.64e15).toISOString(), new Date(8.64e15).toISOString()]) {
+        const listed = await server.request('GET', `/api/threads?cursor=${forge({ u: updatedAt, i: 'x' })}`);
+        expect(listed.status, updatedAt).toBe(400);
+      }
+      // A genuine cursor still pages (the second user's threads never appear in Alice's pages).
+      await server.request('POST', '/api/threads', { token: BOB.token, body: {} });
+      const first = await server.request('GET', '/api/threads?limit=1');
+      expect(first.body.nextCursor).toEqual(expect.any(String));
+      const second = await server.request('GET', `/api/threads?limit=1&cursor=${first.body.nextCursor}`);
+      expect(second.status).toBe(200);
+    });
+
+    describe('I11: a refused LangGraph run writes nothing', () => {
+      const input = { messages: [{ type: 'human', content: 'hi' }] };
+      const threadIds = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as Json[]).map((thread) => thread.id as string).sort();
+
+      it('a stateless run refused for its checkpoint_id leaves no thread', async () => {
+        const before = await threadIds();
+        const refused = await server.request('POST', '/runs', { body: { assistant_id: 'default', input, checkpoint_id: 'not-the-head' } });
+        expect(refused.status).toBe(422);
+        expect(await threadIds()).toEqual(before);
+      });
+
+      it('if_not_exists=create with a resume that has nothing to resume creates no thread', async () => {
+        const refused = await server.request('POST', '/threads/fresh-thread-1/runs', {
+          body: { assistant_id: 'default', if_not_exists: 'create', command: { resume: { decisions: [{ type: 'approve' }] } } },
+        });
+        expect(refused.status).toBe(422);
+        expect((await server.request('GET', '/threads/fresh-thread-1')).status).toBe(404);
+      });
+
+      it('a refused run leaves an empty thread bound to its assistant', async () => {
+        expect((await server.request('POST', '/assistants', { body: { graph_id: 'chat', assistant_id: 'other' } })).status).toBe(200);
+        const thread = (await server.request('POST', '/threads', { body: {} })).body;
+        expect(thread.metadata.assistant_id).toBe('default');
+        const refused = await server.request('POST', `/threads/${thread.thread_id}/runs`, { body: { assistant_id: 'other', input, checkpoint_id: 'vigil-7' } });
+        expect(refused.status).toBe(422);
+        expect((await server.request('GET', `/threads/${thread.thread_id}`)).body.metadata.assistant_id).toBe('default');
+      });
+    });
+  });
+}
