@@ -412,6 +412,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       langgraph: {
         store: protocolStore,
         activeRunOf: (threadId) => coordinator.activeRunOf(threadId),
+        endOrphanedRun: (run) => orphanedRuns.endIfOrphaned(run),
         ...(options.langgraph?.heartbeatMs !== undefined ? { heartbeatMs: options.langgraph.heartbeatMs } : {}),
         describeGraph: async (kind) => {
           const registered = graphs[kind as keyof typeof graphs];

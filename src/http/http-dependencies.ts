@@ -11,7 +11,7 @@ import type { MemoryService } from '../app/memory-service.js';
 import type { HookService } from '../app/webhooks/hook-service.js';
 import type { PlanService } from '../app/plans/plan-service.js';
 import type { ScheduleService } from '../app/schedules/schedule-service.js';
-import type { EventBus } from '../app/ports.js';
+import type { EventBus, RunRecord } from '../app/ports.js';
 import type { Metrics } from '../app/metrics.js';
 import type { ProtocolStore } from '../app/langgraph/protocol-store.js';
 import type { Authenticator } from './auth.js';
@@ -65,6 +65,8 @@ export interface HttpDependencies {
     store: ProtocolStore;
     /** The run in progress on a thread, of any trigger (the run coordinator's view). */
     activeRunOf: (threadId: string) => string | undefined;
+    /** Ends a run its process left `running` (nothing holds its thread), as the periodic sweep would; true when it did. */
+    endOrphanedRun?: (run: RunRecord) => Promise<boolean>;
     /** A graph kind's nodes and edges, as LangGraph draws them. */
     describeGraph?: (kind: string) => Promise<Record<string, unknown>>;
     heartbeatMs?: number;

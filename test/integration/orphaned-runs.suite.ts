@@ -62,6 +62,17 @@ export function orphanedRunsSuite(backend: () => Backend): void {
       }
     });
 
+    it('a LangGraph run is not refused as busy because of a run whose process died: that run is ended at once, as the sweep would', async () => {
+      const threadId = await newThread();
+      const deadRunId = await deadProcessRun(threadId);
+      // multitask_strategy "reject" (the default): a run in progress would make this a 409.
+      const started = await server.request('POST', `/threads/${threadId}/runs/wait`, { body: { assistant_id: 'default', input: { messages: [{ type: 'human', content: 'anyone there?' }] } } });
+      expect(started.status).toBe(200);
+      expect((await server.request('GET', `/api/runs/${deadRunId}`)).body).toMatchObject({ status: 'failed', reason: PROCESS_ENDED_REASON });
+      // Bob's run on his own thread does not reach Alice's dead run; and her thread stays hers.
+      expect((await server.request('POST', `/threads/${threadId}/runs/wait`, { token: BOB.token, body: { assistant_id: 'default', input: { messages: [{ type: 'human', content: 'hi' }] } } })).status).toBe(404);
+    });
+
     it('a live run (its thread lock held in this process) is left running and ends on its own', async () => {
       const threadId = await newThread();
       const reply = server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'take your time' } });

@@ -1,4 +1,4 @@
-import type { AgentRecord, StoredMessage, ThreadRecord } from '../../app/ports.js';
+import type { AgentRecord, RunRecord, StoredMessage, ThreadRecord } from '../../app/ports.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { HttpDependencies } from '../http-dependencies.js';
 import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
@@ -43,8 +43,24 @@ export async function visibleMessages(context: ProtocolContext, userId: string, 
  * running (runs on one thread never overlap, I8, so a running one is the newest).
  */
 export async function runningRunOf(context: ProtocolContext, userId: string, threadId: string): Promise<string | undefined> {
+  return (await runningRecordOf(context, userId, threadId))?.id;
+}
+
+/**
+ * The thread's run in progress on any instance, for a run about to start: one whose process
+ * died (nothing holds its thread) is ended now, as the sweep would, instead of refusing
+ * runs as busy until the sweep comes by.
+ */
+export async function liveRunningRunOf(context: ProtocolContext, userId: string, threadId: string): Promise<string | undefined> {
+  const running = await runningRecordOf(context, userId, threadId);
+  if (running === undefined) return undefined;
+  const ended = context.busyThreads().has(threadId) ? false : await context.deps.langgraph?.endOrphanedRun?.(running);
+  return ended === true ? undefined : running.id;
+}
+
+async function runningRecordOf(context: ProtocolContext, userId: string, threadId: string): Promise<RunRecord | undefined> {
   const [newest] = await context.deps.conversations.listRuns(userId, threadId, 1);
-  return newest?.status === 'running' ? newest.id : undefined;
+  return newest?.status === 'running' ? newest : undefined;
 }
 
 export async function threadStatus(context: ProtocolContext, thread: Pick<ThreadRecord, 'id' | 'userId'>): Promise<ThreadStatus> {

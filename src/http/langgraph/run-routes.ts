@@ -7,7 +7,7 @@ import type { ThreadRecord } from '../../app/ports.js';
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
-import { clientMetadata, pendingApprovals, resolveAssistant, runningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, pendingApprovals, resolveAssistant, liveRunningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 import type { ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
 
@@ -156,7 +156,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     }
     const strategy = body.multitask_strategy ?? 'reject';
     // In flight here, or running on any instance (its run record says so).
-    const elsewhere = existing ? await runningRunOf(context, userId, existing.id) : undefined;
+    const elsewhere = existing ? await liveRunningRunOf(context, userId, existing.id) : undefined;
     const busy = existing !== undefined && (runs.isBusy(existing.id) || elsewhere !== undefined);
     if (busy && decisions) throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${threadId}"; resume once it waits for your decision`);
     if (busy && strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${threadId}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
