@@ -121,6 +121,8 @@ export interface RunningServer {
     orphanedRuns: OrphanedRunSweeper;
     approvals: ApprovalService;
     checkIns: CheckInService;
+    /** The thread event bus (what runs publish, what streams subscribe to). */
+    events: EventBus;
   };
   /** The address it listens on, e.g. http://127.0.0.1:8787. */
   url: string;
@@ -454,7 +456,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, orphanedRuns, approvals: approvalService, checkIns: checkInService },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, orphanedRuns, approvals: approvalService, checkIns: checkInService, events },
       url: address,
       close: () =>
         (closing ??= (async () => {

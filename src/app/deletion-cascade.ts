@@ -26,7 +26,12 @@ export function wireDeletionCascade(parts: { agents: AgentService; conversations
       if (hook.threadId === thread.id) await hooks.delete(thread.userId, hook.id);
     }
   });
-  conversations.onThreadGone((thread) => events.forgetThread(thread.id));
+  conversations.onThreadGone(async (thread) => {
+    // Subscriptions to the thread end with this event (on every instance), before its
+    // events are forgotten: a thread made later with the same id is not theirs to stream.
+    events.publish({ type: 'thread.deleted', threadId: thread.id, at: new Date().toISOString() });
+    await events.forgetThread(thread.id);
+  });
 
   agents.onDelete(async (agent) => {
     for (const schedule of await schedules.list(agent.userId)) {

@@ -33,6 +33,11 @@ export const runEndEventSchema = z.object({
   reason: z.string().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
+/**
+ * The thread was deleted: the last event of its stream. Subscriptions to it end here (a
+ * thread of the same id made later, by anyone, is another thread and is not streamed).
+ */
+export const threadDeletedEventSchema = z.object({ type: z.literal('thread.deleted'), threadId: z.string(), at: z.string() });
 /** A WebSocket subscription is in place: every later event of the thread reaches this client. */
 export const threadSubscribedEventSchema = z.object({ type: z.literal('thread.subscribed'), threadId: z.string(), at: z.string() });
 export const errorEventSchema = z.object({
@@ -105,6 +110,7 @@ export const vigilEventSchema = z.discriminatedUnion('type', [
   runEndEventSchema,
   errorEventSchema,
   threadSubscribedEventSchema,
+  threadDeletedEventSchema,
   timerScheduleEventSchema,
   timerFireEventSchema,
   timerCancelEventSchema,

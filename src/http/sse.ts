@@ -31,6 +31,25 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
 }
 
 /**
+ * What a connection may hold unsent (bytes) before it is dropped: a client that stops
+ * reading would otherwise make the server keep every later event in memory. Dropped, a
+ * thread's stream is resumed from the replay window on reconnect (Last-Event-ID,
+ * afterEventId), and a run's outcome is in history.
+ */
+export const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
+
+/** Write `chunk` unless the stream is closed or its client is too far behind (then it is dropped); false when not written. */
+export function writeOrDrop(raw: FastifyReply['raw'], chunk: string): boolean {
+  if (raw.writableEnded || raw.destroyed) return false;
+  if (raw.writableLength > MAX_UNSENT_BYTES) {
+    raw.destroy();
+    return false;
+  }
+  raw.write(chunk);
+  return true;
+}
+
+/**
  * Stream one run's events as server-sent events, ending after `run.end`. The run is not
  * tied to the connection: if the client goes away the run still finishes and its reply
  * is saved, visible in history.
@@ -48,7 +67,7 @@ export async function streamRunAsSse(
     open = false;
   });
   const write = (event: VigilEvent) => {
-    if (open) raw.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    if (open) writeOrDrop(raw, `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
   };
   let ended!: () => void;
   const runEnded = new Promise<void>((resolve) => {

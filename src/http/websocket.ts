@@ -7,6 +7,7 @@ import type { VigilEvent } from '../domain/events.js';
 import type { HttpDependencies } from './http-dependencies.js';
 import { toVigilError } from './errors.js';
 import { idParam, messageContentSchema } from './schemas.js';
+import { MAX_UNSENT_BYTES } from './sse.js';
 
 /** What a client may send over /api/ws; every frame is validated, unknown fields refused. */
 export const clientFrameSchema = z.discriminatedUnion('type', [
@@ -29,6 +30,14 @@ export function registerWebSocket(app: FastifyInstance, deps: HttpDependencies):
 /** One client connection: its subscriptions and the frames it sends. */
 class Connection {
   private readonly subscriptions = new Map<string, () => void>();
+  /**
+   * Per thread, a count of the client's subscribe and unsubscribe frames. Frames are
+   * handled side by side (a message.send waits for its run), and a subscribe awaits the
+   * ownership check: one that an unsubscribe (or the socket's close) overtook meanwhile
+   * must not subscribe after it.
+   */
+  private readonly intents = new Map<string, number>();
+  private closed = false;
 
   constructor(private readonly socket: WebSocket, private readonly request: FastifyRequest, private readonly deps: HttpDependencies) {}
 
@@ -38,6 +47,7 @@ class Connection {
       void this.onFrame(data as Buffer, isBinary);
     });
     this.socket.on('close', () => {
+      this.closed = true;
       streamClosed?.();
       for (const unsubscribe of this.subscriptions.values()) unsubscribe();
       this.subscriptions.clear();
@@ -75,15 +85,18 @@ class Connection {
 
   private async handle(frame: ClientFrame): Promise<void> {
     switch (frame.type) {
-      case 'thread.subscribe':
+      case 'thread.subscribe': {
+        const intent = this.intend(frame.threadId);
         await this.deps.conversations.getThread(this.userId, frame.threadId); // I12: 404 for others' threads
+        if (this.intents.get(frame.threadId) !== intent) return; // unsubscribed meanwhile
         this.subscribe(frame.threadId, frame.afterEventId);
         // The acknowledgement: a client (or a test) knows no later event can be missed.
         this.send({ type: 'thread.subscribed', threadId: frame.threadId, at: new Date().toISOString() });
         return;
+      }
       case 'thread.unsubscribe':
-        this.subscriptions.get(frame.threadId)?.();
-        this.subscriptions.delete(frame.threadId);
+        this.intend(frame.threadId);
+        this.unsubscribe(frame.threadId);
         return;
       case 'message.send': {
         await this.deps.conversations.getThread(this.userId, frame.threadId);
@@ -97,13 +110,46 @@ class Connection {
     }
   }
 
-  private subscribe(threadId: string, afterEventId?: number): void {
-    if (this.subscriptions.has(threadId)) return;
-    this.subscriptions.set(threadId, this.deps.events.subscribe(threadId, (event, eventId) => this.send(event, eventId), { afterEventId }));
+  private intend(threadId: string): number {
+    const intent = (this.intents.get(threadId) ?? 0) + 1;
+    this.intents.set(threadId, intent);
+    return intent;
   }
 
-  /** Each thread event carries its `eventId` (I15): the id to resume after on a reconnect. */
+  private subscribe(threadId: string, afterEventId?: number): void {
+    // Closed while the thread was looked up: the close already let go of what it had.
+    if (this.closed || this.subscriptions.has(threadId)) return;
+    this.subscriptions.set(
+      threadId,
+      this.deps.events.subscribe(
+        threadId,
+        (event, eventId) => {
+          this.send(event, eventId);
+          // The thread's last event: a thread made later with its id is not this one.
+          if (event.type === 'thread.deleted') this.unsubscribe(threadId);
+        },
+        { afterEventId },
+      ),
+    );
+  }
+
+  private unsubscribe(threadId: string): void {
+    this.subscriptions.get(threadId)?.();
+    this.subscriptions.delete(threadId);
+  }
+
+  /**
+   * Each thread event carries its `eventId` (I15): the id to resume after on a reconnect.
+   * A client too far behind (MAX_UNSENT_BYTES unsent) is closed (1013: try again later)
+   * and resumes with afterEventId, rather than the server keeping every event for it.
+   */
   private send(event: VigilEvent, eventId?: number): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(eventId === undefined ? event : { ...event, eventId }));
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    if (this.socket.bufferedAmount > MAX_UNSENT_BYTES) {
+      this.request.log.warn({ bufferedBytes: this.socket.bufferedAmount }, 'websocket client too far behind: closing it (it resumes with afterEventId)');
+      this.socket.close(1013, 'too far behind: reconnect and resume with afterEventId');
+      return;
+    }
+    this.socket.send(JSON.stringify(eventId === undefined ? event : { ...event, eventId }));
   }
 }

@@ -91,7 +91,9 @@ export async function writeFrames(
     while (next < frames.frames.length) {
       const frame = frames.frames[next]!;
       next += 1;
-      if (wantsFrame(frame, options.modes)) raw.write(`event: ${frame.event}\ndata: ${JSON.stringify(frame.data)}\nid: ${frame.id}\n\n`);
+      // A client that reads slowly is written to as fast as it reads: the frames wait in the run's list, not in the socket's buffer.
+      if (wantsFrame(frame, options.modes) && !raw.write(`event: ${frame.event}\ndata: ${JSON.stringify(frame.data)}\nid: ${frame.id}\n\n`)) await drainedOrClosed(raw);
+      if (!open) break;
     }
     if (frames.done) break;
     const before = frames.frames.length;
@@ -100,4 +102,17 @@ export async function writeFrames(
   }
   open = false;
   raw.end();
+}
+
+function drainedOrClosed(raw: FastifyReply['raw']): Promise<void> {
+  return new Promise((resolve) => {
+    if (raw.destroyed || raw.writableEnded) return resolve();
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
 }

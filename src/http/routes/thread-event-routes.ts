@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VigilError } from '../../domain/errors.js';
 import type { HttpDependencies } from '../http-dependencies.js';
-import { openEventStream } from '../sse.js';
+import { openEventStream, writeOrDrop } from '../sse.js';
 import { errorBody, threadParams } from '../schemas.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -42,24 +42,31 @@ export function threadEventRoutes(deps: HttpDependencies): FastifyPluginAsyncZod
           afterEventId = parsed.data;
         }
         const raw = openEventStream(request, reply, { metrics: deps.metrics });
+        // Ends on the client going away (or being dropped for not reading), the thread's
+        // deletion, or the server stopping; listened for before anything can end it.
+        let end!: () => void;
+        const ended = new Promise<void>((resolve) => {
+          end = () => {
+            open.delete(end);
+            resolve();
+          };
+        });
+        open.add(end);
+        raw.on('close', end);
+        // Gone while the thread was looked up: its close has been and gone.
+        if (raw.destroyed || request.raw.socket?.destroyed === true) end();
         raw.write(': subscribed\n\n'); // the acknowledgement: no later event can be missed
         const unsubscribe = deps.events.subscribe(
           request.params.threadId,
           (event, eventId) => {
-            if (!raw.writableEnded) raw.write(`${eventId === undefined ? '' : `id: ${eventId}\n`}event: ${event.type}\ndata: ${JSON.stringify(eventId === undefined ? event : { ...event, eventId })}\n\n`);
+            writeOrDrop(raw, `${eventId === undefined ? '' : `id: ${eventId}\n`}event: ${event.type}\ndata: ${JSON.stringify(eventId === undefined ? event : { ...event, eventId })}\n\n`);
+            if (event.type === 'thread.deleted') end();
           },
           { afterEventId },
         );
-        const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), HEARTBEAT_MS);
+        const heartbeat = setInterval(() => writeOrDrop(raw, ': heartbeat\n\n'), HEARTBEAT_MS);
         heartbeat.unref();
-        await new Promise<void>((resolve) => {
-          const end = () => {
-            open.delete(end);
-            resolve();
-          };
-          open.add(end);
-          raw.on('close', end);
-        });
+        await ended;
         if (!raw.writableEnded) raw.end();
         clearInterval(heartbeat);
         unsubscribe();

@@ -1,0 +1,3 @@
+import { liveDeliverySuite } from './live-delivery.suite.js';
+
+liveDeliverySuite(() => ({ kind: 'sqlite' }));
