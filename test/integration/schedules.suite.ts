@@ -1,6 +1,7 @@
 import { RetryLater } from '../../src/app/job-queue.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const MISSED_GRACE_MS = 3_000;
 
@@ -64,6 +65,20 @@ export function schedulesSuite(backend: () => Backend): void {
     // Nothing more fires for a one-shot.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await firesOf(id)).toHaveLength(1);
+  });
+
+  it('I7: a schedule edited before its fire (its timing kept) still fires, once; a disabled one does not', async () => {
+    const at = new Date(Date.now() + 1_500).toISOString();
+    const created = await server.request('POST', '/api/schedules', { body: { name: 'Reminder', task: 'Remind me to stretch', timing: { kind: 'at', at } } });
+    expect(created.status).toBe(201);
+    // An edit that keeps the timing: a rename.
+    expect((await server.request('PATCH', `/api/schedules/${created.body.id}`, { body: { name: 'Stretch reminder' } })).status).toBe(200);
+    const paused = await server.request('POST', '/api/schedules', { body: { name: 'Paused', task: 'Never mind', timing: { kind: 'at', at } } });
+    expect((await server.request('PATCH', `/api/schedules/${paused.body.id}`, { body: { enabled: false } })).status).toBe(200);
+    await waitFor(async () => (await firesOf(created.body.id)).some((fire) => fire.status === 'succeeded'), 10_000, 'the edited schedule to fire');
+    expect(await firesOf(created.body.id)).toHaveLength(1);
+    expect(await firesOf(paused.body.id)).toEqual([]);
+    expect((await server.request('GET', `/api/schedules/${created.body.id}/fires`, { token: BOB.token })).status).toBe(404);
   });
 
   it('I7: a fire delivered twice runs once; a fire while the previous still runs is skipped (no overlap)', async () => {

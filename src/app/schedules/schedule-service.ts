@@ -123,7 +123,10 @@ export class ScheduleService {
   private async armFire(schedule: ScheduleRecord, scheduledFor: Date, dueAt: Date): Promise<void> {
     const { created } = await this.jobs.schedule({
       queue: SCHEDULE_QUEUE,
-      key: `${schedule.id}@${scheduledFor.toISOString()}`,
+      // The version is part of the key: an edit that keeps the timing arms a job of its own,
+      // where the job armed before (same key, old version, ignored when due) kept its place
+      // and the schedule never fired again. A fire's claim is still one per occurrence.
+      key: `${schedule.id}@${scheduledFor.toISOString()}@${schedule.updatedAt}`,
       dueAt,
       payload: { scheduleId: schedule.id, scheduledFor: scheduledFor.toISOString(), version: schedule.updatedAt },
     });
