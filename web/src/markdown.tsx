@@ -3,11 +3,33 @@ import { marked } from 'marked';
 
 /**
  * Model and webhook text rendered as markdown, then sanitised: a <script>, an
- * <img onerror> or a javascript: link in the text comes out inert.
+ * <img onerror> or a javascript: link in the text comes out inert, and an image from
+ * anywhere but the text itself (data:) becomes a link to it: loading it as the thread is
+ * viewed would tell its server what a prompt-injected URL carries (the page's CSP blocks
+ * it too; this keeps it readable).
  */
 export function Markdown({ text }: { text: string }) {
-  const html = DOMPurify.sanitize(marked.parse(text, { async: false, gfm: true, breaks: true }), { USE_PROFILES: { html: true } });
+  const html = sanitizer().sanitize(marked.parse(text, { async: false, gfm: true, breaks: true }), { USE_PROFILES: { html: true } });
   return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
+let configured: typeof DOMPurify | undefined;
+
+function sanitizer(): typeof DOMPurify {
+  if (configured) return configured;
+  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node.tagName !== 'IMG') return;
+    const source = node.getAttribute('src') ?? '';
+    if (source.startsWith('data:image/')) return;
+    const link = node.ownerDocument.createElement('a');
+    link.setAttribute('href', source);
+    link.setAttribute('rel', 'noopener noreferrer');
+    link.setAttribute('target', '_blank');
+    link.textContent = `image: ${node.getAttribute('alt') || source}`;
+    node.replaceWith(link);
+  });
+  configured = DOMPurify;
+  return configured;
 }
 
 /** Text of a message's content: a string, or the text blocks of a multimodal one. */
