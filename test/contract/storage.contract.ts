@@ -8,6 +8,8 @@ import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewAgent, NewRun, NewStoredMessage, Storage, StoredMessage } from '../../src/app/ports.js';
+import { SqlHookRepository } from '../../src/adapters/sql/hook-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 
 /** A fixed clock: minute `m` after a base instant, as toISOString() text. */
 function at(minute: number, second = 0): string {
@@ -596,6 +598,19 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         } finally {
           await again.close();
         }
+      });
+
+      it('I11: a webhook delivery is forgotten only by the attempt that holds it: one a retry took over stays recorded', async () => {
+        const hooks = new SqlHookRepository((storage as unknown as SqlStorage).context);
+        const userId = randomUUID();
+        const hook = await hooks.create({ id: randomUUID(), userId, agentId: 'agent', threadId: null, name: 'h', taskTemplate: 'do {{payload}}', payloadFields: null, secretCiphertext: 'sealed' }, at(0));
+        expect(await hooks.recordDelivery({ hookId: hook.id, deliveryId: 'd-1', runId: 'first', receivedAt: at(1) })).toBe(true);
+        expect(await hooks.takeOverDelivery(hook.id, 'd-1', 'first', { runId: 'retry', receivedAt: at(2) })).toBe(true);
+        // The first attempt, late, forgets what it thinks is its own.
+        await hooks.forgetDelivery(hook.id, 'd-1', 'first');
+        expect(await hooks.getDelivery(hook.id, 'd-1')).toMatchObject({ runId: 'retry' });
+        await hooks.forgetDelivery(hook.id, 'd-1', 'retry');
+        expect(await hooks.getDelivery(hook.id, 'd-1')).toBeUndefined();
       });
 
       it('closes idempotently', async () => {

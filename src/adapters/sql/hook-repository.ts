@@ -84,8 +84,8 @@ export class SqlHookRepository implements HookStore {
     return result.numUpdatedRows > 0n;
   }
 
-  async forgetDelivery(hookId: string, deliveryId: string): Promise<void> {
-    await this.#db.deleteFrom('hook_deliveries').where('hook_id', '=', hookId).where('delivery_id', '=', deliveryId).execute();
+  async forgetDelivery(hookId: string, deliveryId: string, runId: string): Promise<void> {
+    await this.#db.deleteFrom('hook_deliveries').where('hook_id', '=', hookId).where('delivery_id', '=', deliveryId).where('run_id', '=', runId).execute();
   }
 
   async getDelivery(hookId: string, deliveryId: string): Promise<HookDelivery | undefined> {

@@ -169,7 +169,7 @@ export class HookService {
     try {
       threadId = hook.threadId ?? earlierThreadId ?? (await conversations.createThread(hook.userId, { agentId: hook.agentId, title: cut(`Webhook: ${hook.name}`, 200) })).id;
     } catch (error) {
-      await store.forgetDelivery(hook.id, deliveryId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose run never started'));
+      await store.forgetDelivery(hook.id, deliveryId, runId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose run never started'));
       throw error;
     }
 
@@ -217,7 +217,7 @@ export class HookService {
     // accepted. The delivery is forgotten and the sender told to retry, as a 202 would have
     // lost the delivery for good (the sender never sends it again).
     if (!taskStored && !(await this.runStoredTask(hook.userId, runId))) {
-      await store.forgetDelivery(hook.id, deliveryId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose task was never stored'));
+      await store.forgetDelivery(hook.id, deliveryId, runId).catch((forgetError: unknown) => log.error({ err: forgetError }, 'could not forget a delivery whose task was never stored'));
       if (isVigilError(failure) && failure.code !== 'INTERNAL' && failure.code !== 'RUN_CANCELLED') throw failure;
       throw new VigilError('HOOK_TASK_NOT_STORED', `the run of delivery "${deliveryId}" ended before its task was stored; nothing was accepted, retry`);
     }

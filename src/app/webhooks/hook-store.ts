@@ -49,8 +49,12 @@ export interface HookStore {
    * true for exactly one caller, and only while the record still names `fromRunId`.
    */
   takeOverDelivery(hookId: string, deliveryId: string, fromRunId: string, to: { runId: string; receivedAt: Iso }): Promise<boolean>;
-  /** Undo recordDelivery when the run could not be set up, so the sender may retry. */
-  forgetDelivery(hookId: string, deliveryId: string): Promise<void>;
+  /**
+   * Undo recordDelivery when the run could not be set up, so the sender may retry; only
+   * while the record still names `runId`: a retry that took the delivery over meanwhile
+   * keeps it (erased, a third attempt would run the delivery again).
+   */
+  forgetDelivery(hookId: string, deliveryId: string, runId: string): Promise<void>;
   getDelivery(hookId: string, deliveryId: string): Promise<HookDelivery | undefined>;
   /** A hook's recorded deliveries, newest first (the caller checks the hook is the user's). */
   listDeliveries(hookId: string, options: { limit: number }): Promise<HookDelivery[]>;
