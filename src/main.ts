@@ -270,6 +270,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       clock,
       logger,
       awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+      coordinator,
     });
     checkIns = checkInService;
     await checkInService.attach();

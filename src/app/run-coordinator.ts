@@ -45,8 +45,11 @@ export interface RunCoordinatorDependencies {
   modelInputs?: ModelInputLog;
 }
 
-/** Runs a person's message pre-empts (I8): the agent acting on its own. */
-const PREEMPTIBLE_TRIGGERS: ReadonlySet<RunContext['trigger']> = new Set(['autonomy', 'heartbeat']);
+/**
+ * Runs a person's message pre-empts (I8): the agent acting on its own (a follow-up, a
+ * check-in it set itself, a planner's heartbeat).
+ */
+const PREEMPTIBLE_TRIGGERS: ReadonlySet<RunContext['trigger']> = new Set(['autonomy', 'check_in', 'heartbeat']);
 export const PREEMPTED_REASON = 'pre-empted by a person\'s message';
 export const STOPPING_REASON = 'the server is stopping';
 

@@ -12,7 +12,7 @@ import { RetryLater, type DueJob } from '../job-queue.js';
 import { textOf } from '../../domain/message-content.js';
 import type { AgentRecord, StoredMessage } from '../ports.js';
 import type { PlanRequest } from './follow-up-scheduler.js';
-import { endedByDeadProcess, processEndedRunEnd } from '../runs/orphaned-run-sweeper.js';
+import { inspectCutShortTurn, interruptedRun } from '../runs/turn-recovery.js';
 import { STOPPING_REASON, type Admission, type RunDeclined, type RunOutcome } from '../run-coordinator.js';
 import { FOLLOW_UP_QUEUE, latestIso, TimerEvents, type AutonomyDependencies } from './autonomy-dependencies.js';
 import { reserveModelCall } from './model-call-budget.js';
@@ -128,7 +128,7 @@ export class FollowUpFirer {
    */
   private async recover(timer: TimerRecord, log: Logger): Promise<void> {
     const previous = timer.runId ? await this.deps.storage.runs.get(timer.userId, timer.runId) : undefined;
-    if (previous && !interrupted(previous)) return log.debug({ runId: previous.id, status: previous.status }, 'follow-up already fired; a repeated delivery does nothing');
+    if (previous && !interruptedRun(previous)) return log.debug({ runId: previous.id, status: previous.status }, 'follow-up already fired; a repeated delivery does nothing');
     const owner = await this.ownerOf(timer, log);
     if (!owner) return;
     const outcome = await this.start(timer, followUpMessage(timer), {
@@ -150,20 +150,11 @@ export class FollowUpFirer {
     const current = await timers.get(timer.id);
     if (current?.state !== 'fired' || current.runId !== timer.runId) return { admitted: false, reason: 'already_recovered' };
     const previous = current.runId ? await storage.runs.get(current.userId, current.runId) : undefined;
-    if (previous && !interrupted(previous)) return { admitted: false, reason: 'already_done' };
-    const turn = await coordinator.inspectTurn(agent, context, followUpMessageId(timer.id));
+    if (previous && !interruptedRun(previous)) return { admitted: false, reason: 'already_done' };
+    const { turn, synced } = await inspectCutShortTurn({ coordinator, storage }, agent, context, followUpMessageId(timer.id), { runId: current.runId, record: previous }, now);
     log.warn({ previousRunId: current.runId, turn }, 'recovering a follow-up whose fire was interrupted');
-    if (previous?.status === 'running') {
-      // Its process died: the record says how far it got.
-      const end =
-        turn === 'answered'
-          ? { status: 'succeeded' as const, reason: 'its process ended after the reply was saved' }
-          : processEndedRunEnd(now);
-      await storage.runs.finish(previous.id, { ...end, endedAt: now });
-    }
     if (turn === 'answered' || turn === 'superseded') {
-      // The checkpoint has the whole turn (or a person moved on): only the projection may lag.
-      const synced = await coordinator.syncProjection(agent, context, current.runId);
+      // The checkpoint has the whole turn (or a person moved on): only the projection lagged.
       if (turn === 'answered') await this.onAnsweredByCrashedRun(agent, current, synced, log);
       return { admitted: false, reason: `turn_${turn}` };
     }
@@ -266,7 +257,4 @@ export function followUpMessage(timer: TimerRecord): HumanMessage {
 }
 
 /** A run that did not finish its turn: still marked running or ended by the sweep (its process died), or cut short by a shutdown. */
-function interrupted(run: { status: string; reason: string | null }): boolean {
-  return run.status === 'running' || (run.status === 'cancelled' && run.reason === STOPPING_REASON) || endedByDeadProcess(run);
-}
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { HumanMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
-import { policyFromSettings } from '../../domain/autonomy/autonomy-policy.js';
+import { policyFromSettings, type AutonomyPolicy } from '../../domain/autonomy/autonomy-policy.js';
 import { checkCaps } from '../../domain/autonomy/follow-up-caps.js';
 import { endOfQuietHours } from '../../domain/autonomy/follow-up-timing.js';
 import { localDayBounds } from '../../domain/autonomy/zoned-time.js';
@@ -10,9 +10,10 @@ import type { RunContext } from '../../domain/run-context.js';
 import type { TimerRepository } from '../autonomy/timer-repository.js';
 import { reserveModelCall } from '../autonomy/model-call-budget.js';
 import type { ConversationService } from '../conversation-service.js';
-import type { DueJob, JobQueue } from '../job-queue.js';
-import type { Clock, Storage } from '../ports.js';
-import type { Admission } from '../run-coordinator.js';
+import { RetryLater, type DueJob, type JobQueue } from '../job-queue.js';
+import type { AgentRecord, Clock, Storage } from '../ports.js';
+import { STOPPING_REASON, type Admission, type RunCoordinator, type RunDeclined, type RunOutcome } from '../run-coordinator.js';
+import { inspectCutShortTurn, interruptedRun } from '../runs/turn-recovery.js';
 import type { CheckInRecord, CheckInRepository } from './check-in-ports.js';
 
 export const CHECK_IN_QUEUE = 'check-in';
@@ -35,6 +36,13 @@ export interface CheckInDependencies {
   clock: Clock;
   logger: Logger;
   awaitingApproval?: (threadId: string) => Promise<boolean>;
+  /** Where a cut-short check-in's turn stands (turn-recovery.ts). */
+  coordinator: RunCoordinator;
+}
+
+/** The id of a check-in's prompt message: the same on every attempt, so a recovery finds it in the checkpoint. */
+function checkInMessageId(checkInId: string): string {
+  return `check-in-${checkInId}`;
 }
 
 /**
@@ -95,37 +103,94 @@ export class CheckInService {
     const id = String(job.payload.checkInId ?? job.key);
     const record = await this.deps.repository.get(id);
     const log = this.deps.logger.child({ checkInId: id, jobId: job.id, ...(record ? { threadId: record.threadId } : {}) });
+    if (record?.state === 'fired') return this.recover(record, log);
     if (!record || record.state !== 'pending') return log.debug({ state: record?.state }, 'check-in not pending; nothing to do');
     if (Date.parse(record.dueAt) - this.deps.clock.now().getTime() > EARLY_TOLERANCE_MS) return this.moveTo(record, new Date(record.dueAt), null, log);
-    const agent = await this.deps.storage.agents.get(record.userId, record.agentId);
-    const thread = agent ? await this.deps.storage.threads.get(record.userId, record.threadId) : undefined;
-    if (!agent || !thread) return void (await this.settle(record, 'thread_or_agent_gone', log));
-    const { policy } = policyFromSettings(agent.settings);
+    const owner = await this.ownerOf(record);
+    if (!owner) return void (await this.settle(record, 'thread_or_agent_gone', log));
+    const outcome = await this.start(record, owner.policy, (context) => this.admit(record, owner.policy, context, log), log);
+    if ('declined' in outcome) {
+      if (outcome.declined === 'thread_busy') await this.moveTo(record, new Date(this.deps.clock.now().getTime() + owner.policy.busyRetryMs), 'its thread was busy', log);
+      return;
+    }
+    this.afterRun(outcome, log);
+  }
+
+  /**
+   * A fired check-in delivered again: its run was cut short (a graceful stop, or its
+   * process died) if its record says so, and then its turn is finished, once, under the
+   * thread's lock, as a follow-up's is; the agent promised it. A run that ended otherwise
+   * (answered, failed, pre-empted by a person) is the check-in kept: nothing to do.
+   */
+  private async recover(record: CheckInRecord, log: Logger): Promise<void> {
+    const previous = record.runId ? await this.deps.storage.runs.get(record.userId, record.runId) : undefined;
+    if (previous && !interruptedRun(previous)) return log.debug({ runId: previous.id, status: previous.status }, 'check-in already fired; a repeated delivery does nothing');
+    const owner = await this.ownerOf(record);
+    if (!owner) return log.info('a cut-short check-in is not finished: its thread or agent is gone');
+    const outcome = await this.start(record, owner.policy, (context) => this.admitRecovery(record, owner, context, log), log);
+    if ('declined' in outcome) {
+      // Busy: perhaps with the very run we came to recover, still alive.
+      if (outcome.declined === 'thread_busy') throw new RetryLater("the check-in's thread is busy; its recovery will be tried again");
+      return;
+    }
+    this.afterRun(outcome, log);
+  }
+
+  private async admitRecovery(record: CheckInRecord, owner: { agent: AgentRecord; policy: AutonomyPolicy }, context: RunContext, log: Logger): Promise<Admission> {
+    const { repository, storage, timers, clock, coordinator } = this.deps;
+    const now = clock.now();
+    const current = await repository.get(record.id);
+    if (current?.state !== 'fired' || current.runId !== record.runId) return { admitted: false, reason: 'already_recovered' };
+    const previous = current.runId ? await storage.runs.get(current.userId, current.runId) : undefined;
+    if (previous && !interruptedRun(previous)) return { admitted: false, reason: 'already_done' };
+    const { turn } = await inspectCutShortTurn({ coordinator, storage }, owner.agent, context, checkInMessageId(record.id), { runId: current.runId, record: previous }, now.toISOString());
+    log.warn({ previousRunId: current.runId, turn }, 'recovering a check-in whose run was cut short');
+    // The checkpoint has the whole turn, or a person spoke since: kept, or moot.
+    if (turn === 'answered' || turn === 'superseded') return { admitted: false, reason: `turn_${turn}` };
+    if (!(await reserveModelCall(timers, log, owner.policy, current, now, 'check-in recovery'))) {
+      await repository.transition(current.id, 'fired', 'skipped', { stateReason: 'budget' }, now.toISOString());
+      return { admitted: false, reason: 'budget' };
+    }
+    await repository.transition(current.id, 'fired', 'fired', { runId: context.runId }, now.toISOString());
+    // Unanswered: finish the turn from its checkpoint. Absent: start it, with the same message id.
+    return turn === 'unanswered' ? { admitted: true, input: null } : { admitted: true };
+  }
+
+  private start(record: CheckInRecord, policy: AutonomyPolicy, admit: (context: RunContext) => Promise<Admission>, log: Logger): Promise<RunOutcome | RunDeclined> {
     const input = new HumanMessage({
-      id: `check-in-${record.id}`,
+      id: checkInMessageId(record.id),
       content: CHECK_IN_PROMPT,
       additional_kwargs: { synthetic: true, trigger_type: 'check_in', trigger_reason: record.reason.slice(0, 500), check_in_id: record.id },
     });
     const meta = { check_in_id: record.id, reason: record.reason.slice(0, 500), set_at_utc: record.setAt };
-    const outcome = await this.deps.conversations.tryRunTriggered(
+    return this.deps.conversations.tryRunTriggered(
       record.userId,
       record.threadId,
       { trigger: 'check_in', input, meta, runId: randomUUID(), correlationId: record.id },
       {
         whenBusy: 'decline',
-        admit: (context) => this.admit(record, policy, context, log),
+        admit,
         beforeRetry: () => reserveModelCall(this.deps.timers, log, policy, record, this.deps.clock.now(), 'check-in retry'),
       },
     );
-    if ('declined' in outcome) {
-      if (outcome.declined === 'thread_busy') await this.moveTo(record, new Date(this.deps.clock.now().getTime() + policy.busyRetryMs), 'its thread was busy', log);
-      return;
-    }
-    log.info({ runId: outcome.run.id, status: outcome.run.status }, 'check-in run ended');
+  }
+
+  private afterRun(outcome: RunOutcome, log: Logger): void {
+    log.info({ runId: outcome.run.id, status: outcome.run.status, reason: outcome.run.reason }, 'check-in run ended');
+    // Cut short by a shutdown: delivered again after the restart, which finishes the turn (recover).
+    if (outcome.run.status === 'cancelled' && outcome.run.reason === STOPPING_REASON) throw new RetryLater('the check-in was interrupted by a shutdown');
+  }
+
+  /** The check-in's agent and its policy, while the agent and the thread exist. */
+  private async ownerOf(record: CheckInRecord): Promise<{ agent: AgentRecord; policy: AutonomyPolicy } | undefined> {
+    const agent = await this.deps.storage.agents.get(record.userId, record.agentId);
+    const thread = agent ? await this.deps.storage.threads.get(record.userId, record.threadId) : undefined;
+    if (!agent || !thread) return undefined;
+    return { agent, policy: policyFromSettings(agent.settings).policy };
   }
 
   /** Under the thread's lock, before any model call (I5); the one place a check-in becomes fired (I7). */
-  private async admit(record: CheckInRecord, policy: ReturnType<typeof policyFromSettings>['policy'], context: RunContext, log: Logger): Promise<Admission> {
+  private async admit(record: CheckInRecord, policy: AutonomyPolicy, context: RunContext, log: Logger): Promise<Admission> {
     const now = this.deps.clock.now();
     const current = await this.deps.repository.get(record.id);
     if (current?.state !== 'pending') return { admitted: false, reason: 'not_pending' };

@@ -1,0 +1,40 @@
+import type { AgentRecord, RunRecord, Storage, StoredMessage } from '../ports.js';
+import type { RunContext } from '../../domain/run-context.js';
+import type { RunCoordinator } from '../run-coordinator.js';
+import { STOPPING_REASON } from '../run-coordinator.js';
+import { endedByDeadProcess, processEndedRunEnd } from './orphaned-run-sweeper.js';
+
+/**
+ * A triggered turn (a follow-up, a check-in) whose run was cut short: still marked running
+ * (its process died), cancelled by a graceful stop, or ended by the sweep. Its timer was
+ * marked fired, so without recovery the turn the agent planned or promised never happens.
+ */
+export function interruptedRun(run: Pick<RunRecord, 'status' | 'reason'>): boolean {
+  return run.status === 'running' || (run.status === 'cancelled' && run.reason === STOPPING_REASON) || endedByDeadProcess(run);
+}
+
+export type TurnState = 'absent' | 'answered' | 'superseded' | 'unanswered';
+
+/**
+ * Under the thread's lock (nothing else runs on it): where the cut-short turn stands in the
+ * checkpoint, with its previous run ended as its record should say (a run a dead process
+ * left running: succeeded if its reply was saved, else failed as the sweep would), and the
+ * projection brought in step when the checkpoint holds the whole turn (or a person moved on).
+ */
+export async function inspectCutShortTurn(
+  deps: { coordinator: RunCoordinator; storage: Storage },
+  agent: AgentRecord,
+  context: RunContext,
+  messageId: string,
+  /** The cut-short run: its id as the timer recorded it, and its record when it was written. */
+  previous: { runId: string | null; record: RunRecord | undefined },
+  now: string,
+): Promise<{ turn: TurnState; synced: StoredMessage[] }> {
+  const turn = await deps.coordinator.inspectTurn(agent, context, messageId);
+  if (previous.record?.status === 'running') {
+    const end = turn === 'answered' ? { status: 'succeeded' as const, reason: 'its process ended after the reply was saved' } : processEndedRunEnd(now);
+    await deps.storage.runs.finish(previous.record.id, { ...end, endedAt: now });
+  }
+  const synced = turn === 'answered' || turn === 'superseded' ? await deps.coordinator.syncProjection(agent, context, previous.runId) : [];
+  return { turn, synced };
+}

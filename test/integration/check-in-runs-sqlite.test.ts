@@ -1,0 +1,3 @@
+import { checkInRunsSuite } from './check-in-runs.suite.js';
+
+checkInRunsSuite(() => ({ kind: 'sqlite' }));
