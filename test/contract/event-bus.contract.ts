@@ -121,6 +121,26 @@ export function eventBusContract(name: string, open: () => Promise<EventBusFixtu
       resumed.stop();
     });
 
+    it('I15: a live subscriber gets only what is published after it subscribed, even as another subscriber of the thread resumes from an old id', async () => {
+      const thread = randomUUID();
+      // A tab already open on the thread sees five events go by.
+      const open = collect(fixture.b, thread);
+      for (let index = 0; index < 5; index += 1) fixture.a.publish(delta(thread, index, `old${index}`));
+      await fixture.a.flush?.();
+      await waitFor(() => open.seen.length >= 5, 30_000, 'the first five');
+      // Another tab loads the history and listens live; a third comes back after the first event it saw.
+      const live = collect(fixture.b, thread);
+      const resumed = collect(fixture.b, thread, open.seen[0]!.id!);
+      await waitFor(() => resumed.seen.length >= 4, 30_000, 'the resumed replay');
+      fixture.a.publish(delta(thread, 5, 'new'));
+      await fixture.a.flush?.();
+      await waitFor(() => live.seen.length >= 1 && resumed.seen.length >= 5 && open.seen.length >= 6, 30_000, 'the live event');
+      expect(texts(resumed.seen)).toEqual(['old1', 'old2', 'old3', 'old4', 'new']);
+      expect(texts(live.seen)).toEqual(['new']);
+      expect(texts(open.seen)).toEqual(['old0', 'old1', 'old2', 'old3', 'old4', 'new']);
+      for (const subscription of [open, live, resumed]) subscription.stop();
+    });
+
     it('a deleted thread is forgotten: nothing of it is replayed, anywhere; other threads keep theirs', async () => {
       const gone = randomUUID();
       const kept = randomUUID();

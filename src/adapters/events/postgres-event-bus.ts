@@ -43,6 +43,8 @@ interface Subscriber {
 interface Feed {
   subscribers: Set<Subscriber>;
   chain: Promise<void>;
+  /** The highest id this instance has handed over for the thread: where a live-only subscriber starts. */
+  lastSeen?: number;
 }
 
 interface Outbox {
@@ -112,7 +114,10 @@ export class PostgresEventBus implements EventBus {
       feed = { subscribers: new Set(), chain: Promise.resolve() };
       this.#feeds.set(threadId, feed);
     }
-    const subscriber: Subscriber = { handler, cursor: options.afterEventId };
+    // Live only: from what this instance has handed over so far, or (nothing yet) from the
+    // first notice that arrives; never the replay window, which a reading of the table for
+    // another subscriber or after a reconnect would otherwise hand it.
+    const subscriber: Subscriber = { handler, cursor: options.afterEventId ?? feed.lastSeen };
     feed.subscribers.add(subscriber);
     if (subscriber.cursor !== undefined) this.#enqueue(threadId, feed, () => this.#catchUp(threadId, feed, undefined));
     const owner = feed;
@@ -243,7 +248,7 @@ export class PostgresEventBus implements EventBus {
     const from = Math.min(...cursors);
     const rows = await sql<{ id: string; payload: string }>`
       SELECT id, payload FROM thread_events WHERE thread_id = ${threadId} AND id > ${from} ${upTo === undefined ? sql`` : sql`AND id <= ${upTo}`} ORDER BY id`.execute(this.#options.db);
-    for (const row of rows.rows) this.#hand(feed, Number(row.id), this.#parse(JSON.parse(row.payload)));
+    for (const row of rows.rows) this.#hand(feed, Number(row.id), this.#parse(JSON.parse(row.payload)), { anchoredOnly: true });
   }
 
   /** An event read back from the database: checked (zod at the boundary); a bad one is skipped, its id still counts. */
@@ -254,9 +259,11 @@ export class PostgresEventBus implements EventBus {
     return undefined;
   }
 
-  #hand(feed: Feed, id: number, event: VigilEvent | undefined): void {
+  /** `anchoredOnly`: events read back from the table go only to subscribers that know where they are. */
+  #hand(feed: Feed, id: number, event: VigilEvent | undefined, options: { anchoredOnly?: boolean } = {}): void {
+    feed.lastSeen = Math.max(feed.lastSeen ?? id, id);
     for (const subscriber of feed.subscribers) {
-      if (subscriber.cursor !== undefined && id <= subscriber.cursor) continue;
+      if (subscriber.cursor === undefined ? options.anchoredOnly === true : id <= subscriber.cursor) continue;
       subscriber.cursor = id;
       if (event) this.#deliver(subscriber.handler, event, id);
     }
