@@ -449,6 +449,64 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     }
   });
 
+  it('I15: a reply that arrives while the socket reconnects still shows in the open thread', async () => {
+    const threadId = await apiThread({ title: 'Reconnect' });
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    const log = page.getByRole('log', { name: 'Conversation' });
+    // Live works: a message sent from elsewhere (another device) shows here.
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'first, from my phone' } })).status).toBe(200);
+    await log.locator('article.assistant', { hasText: 'first, from my phone' }).waitFor();
+    // The connection drops (a network blip, an instance restarting), and a reply arrives meanwhile.
+    for (const client of server.app.websocketServer.clients) client.terminate();
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'second, while you were away' } })).status).toBe(200);
+    await log.locator('article.assistant', { hasText: 'second, while you were away' }).waitFor({ timeout: 10_000 });
+    // Nothing twice: the replay and the reloaded history are merged by message id.
+    expect(await log.locator('article.assistant', { hasText: 'first, from my phone' }).count()).toBe(1);
+    await page.close();
+  });
+
+  it("I15: a reply that arrives while the thread's history is loading is not wiped when the history lands", async () => {
+    const threadId = await apiThread({ title: 'Slow history' });
+    // Knowing when the app's subscription to the thread is in place.
+    const bus = server.services.events;
+    const subscribe = bus.subscribe.bind(bus);
+    let subscribed = false;
+    bus.subscribe = (id, handler, options) => {
+      if (id === threadId) subscribed = true;
+      return subscribe(id, handler, options);
+    };
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const page = await context.newPage();
+    try {
+      // A slow network: the server answers the history now, the page gets it late.
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let historyRead = false;
+      await page.route(`**/api/threads/${threadId}/history*`, async (route) => {
+        const response = await route.fetch();
+        historyRead = true;
+        await released;
+        await route.fulfill({ response });
+      });
+      await page.goto(`${server.url}/#chat/${threadId}`);
+      await page.getByLabel('Access token').fill(ALICE.token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await waitFor(() => historyRead && subscribed, 10_000, 'the history request and the subscription');
+      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'sent during the load' } })).status).toBe(200);
+      const log = page.getByRole('log', { name: 'Conversation' });
+      await log.locator('article.assistant', { hasText: 'sent during the load' }).waitFor();
+      const landed = page.waitForResponse((response) => response.url().includes('/history'));
+      release();
+      await landed;
+      // Two frames: React has applied the page.
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      expect(await log.locator('article.assistant', { hasText: 'sent during the load' }).count()).toBe(1);
+    } finally {
+      bus.subscribe = subscribe;
+      await context.close();
+    }
+  });
+
   it('works at 375 px: threads behind a toggle, chat and views without serious axe violations', async () => {
     const threadId = await apiThread({ title: 'Phone' });
     const page = await signedIn(ALICE.token, 375, `#chat/${threadId}`);

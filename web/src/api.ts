@@ -85,20 +85,26 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 }
 
 export type ClientFrame =
-  | { type: 'thread.subscribe'; threadId: string }
+  | { type: 'thread.subscribe'; threadId: string; afterEventId?: number }
   | { type: 'thread.unsubscribe'; threadId: string }
   | { type: 'message.send'; threadId: string; content: string; requestId?: string }
   | { type: 'run.cancel'; runId: string };
 
 /**
  * One WebSocket for the app, reconnecting; subscriptions are replayed on reconnect so an
- * open thread keeps receiving autonomous replies.
+ * open thread keeps receiving autonomous replies. Each resumes after the last event it
+ * delivered (the server replays what was missed within its window, I15), and views are
+ * told of the reconnect so they can reload what may lie beyond the window.
  */
 export class LiveConnection {
   private socket: WebSocket | undefined;
   private readonly subscribed = new Set<string>();
+  /** Per subscribed thread, the id of the last event delivered: where a reconnect resumes. */
+  private readonly lastEventIds = new Map<string, number>();
   private readonly listeners = new Set<(event: VigilEvent) => void>();
+  private readonly reconnectListeners = new Set<() => void>();
   private closed = false;
+  private connectedBefore = false;
   private queue: ClientFrame[] = [];
 
   connect(): void {
@@ -109,12 +115,20 @@ export class LiveConnection {
     const socket = new WebSocket(url);
     this.socket = socket;
     socket.onopen = () => {
-      for (const threadId of this.subscribed) socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
+      for (const threadId of this.subscribed) {
+        const afterEventId = this.lastEventIds.get(threadId);
+        socket.send(JSON.stringify({ type: 'thread.subscribe', threadId, ...(afterEventId !== undefined ? { afterEventId } : {}) }));
+      }
       for (const frame of this.queue) socket.send(JSON.stringify(frame));
       this.queue = [];
+      if (this.connectedBefore) for (const listener of this.reconnectListeners) listener();
+      this.connectedBefore = true;
     };
     socket.onmessage = (message) => {
-      const event = JSON.parse(String(message.data)) as VigilEvent;
+      const event = JSON.parse(String(message.data)) as VigilEvent & { eventId?: number };
+      if ('threadId' in event && typeof event.threadId === 'string' && typeof event.eventId === 'number' && this.subscribed.has(event.threadId)) {
+        this.lastEventIds.set(event.threadId, event.eventId);
+      }
       for (const listener of this.listeners) listener(event);
     };
     socket.onclose = () => {
@@ -132,9 +146,18 @@ export class LiveConnection {
     return () => this.listeners.delete(listener);
   }
 
+  /** Called after the socket came back (not on the first connect). */
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+
   send(frame: ClientFrame): void {
     if (frame.type === 'thread.subscribe') this.subscribed.add(frame.threadId);
-    if (frame.type === 'thread.unsubscribe') this.subscribed.delete(frame.threadId);
+    if (frame.type === 'thread.unsubscribe') {
+      this.subscribed.delete(frame.threadId);
+      this.lastEventIds.delete(frame.threadId);
+    }
     if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
     else if (frame.type !== 'thread.subscribe') this.queue.push(frame); // subscriptions replay on open
   }

@@ -251,7 +251,12 @@ function Conversation({
 
   const loadHistory = useCallback(async () => {
     const page = await api<{ messages: Message[] }>('GET', `/api/threads/${thread.id}/history?limit=200${showInternal ? '&include=internal' : ''}`);
-    setMessages(page.messages);
+    // Merged, not replaced: a message that arrived live while the page was on its way is newer than it, and stays.
+    setMessages((current) => {
+      const loaded = new Set(page.messages.map((message) => message.id));
+      const lastAt = page.messages.at(-1)?.createdAt ?? '';
+      return [...page.messages, ...current.filter((message) => !loaded.has(message.id) && message.createdAt > lastAt)];
+    });
   }, [thread.id, showInternal]);
 
   useEffect(() => {
@@ -259,6 +264,16 @@ function Conversation({
     void loadRuns();
     markSeen(thread.id);
   }, [loadHistory, loadRuns, thread.id]);
+
+  // Back after a dropped connection: what came in beyond the server's replay window is in history.
+  useEffect(
+    () =>
+      live.onReconnect(() => {
+        void loadHistory();
+        void loadRuns();
+      }),
+    [live, loadHistory, loadRuns],
+  );
 
   useEffect(() => {
     live.send({ type: 'thread.subscribe', threadId: thread.id });
