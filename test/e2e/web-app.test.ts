@@ -455,13 +455,13 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const log = page.getByRole('log', { name: 'Conversation' });
     // Live works: a message sent from elsewhere (another device) shows here.
     expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'first, from my phone' } })).status).toBe(200);
-    await log.locator('article.assistant', { hasText: 'first, from my phone' }).waitFor();
+    await log.locator('article.assistant:not(.streaming)', { hasText: 'first, from my phone' }).waitFor();
     // The connection drops (a network blip, an instance restarting), and a reply arrives meanwhile.
     for (const client of server.app.websocketServer.clients) client.terminate();
     expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'second, while you were away' } })).status).toBe(200);
-    await log.locator('article.assistant', { hasText: 'second, while you were away' }).waitFor({ timeout: 10_000 });
+    await log.locator('article.assistant:not(.streaming)', { hasText: 'second, while you were away' }).waitFor({ timeout: 10_000 });
     // Nothing twice: the replay and the reloaded history are merged by message id.
-    expect(await log.locator('article.assistant', { hasText: 'first, from my phone' }).count()).toBe(1);
+    expect(await log.locator('article.assistant:not(.streaming)', { hasText: 'first, from my phone' }).count()).toBe(1);
     await page.close();
   });
 
@@ -494,13 +494,13 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await waitFor(() => historyRead && subscribed, 10_000, 'the history request and the subscription');
       expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'sent during the load' } })).status).toBe(200);
       const log = page.getByRole('log', { name: 'Conversation' });
-      await log.locator('article.assistant', { hasText: 'sent during the load' }).waitFor();
+      await log.locator('article.assistant:not(.streaming)', { hasText: 'sent during the load' }).waitFor();
       const landed = page.waitForResponse((response) => response.url().includes('/history'));
       release();
       await landed;
       // Two frames: React has applied the page.
       await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-      expect(await log.locator('article.assistant', { hasText: 'sent during the load' }).count()).toBe(1);
+      expect(await log.locator('article.assistant:not(.streaming)', { hasText: 'sent during the load' }).count()).toBe(1);
     } finally {
       bus.subscribe = subscribe;
       await context.close();

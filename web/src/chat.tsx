@@ -291,13 +291,16 @@ function Conversation({
             return [...current, { messageId: event.messageId, runId: event.runId, text: event.delta }];
           });
           break;
-        case 'message.end':
-          setDrafts((current) => current.filter((draft) => draft.messageId !== event.message.id));
+        case 'message.end': {
+          // The draft streamed under its own id (metadata.streamedAs) goes as the message lands, not at run.end.
+          const streamedAs = event.message.metadata.streamedAs;
+          setDrafts((current) => current.filter((draft) => draft.messageId !== event.message.id && draft.messageId !== streamedAs));
           setMessages((current) =>
             current.some((message) => message.id === event.message.id) ? current : [...current, { ...event.message, runId: event.runId }],
           );
           markSeen(thread.id);
           break;
+        }
         case 'run.end':
           setActiveRun((current) => (current?.runId === event.runId ? undefined : current));
           setDrafts((current) => current.filter((draft) => draft.runId !== event.runId));
