@@ -61,7 +61,7 @@ import { SqlRetentionRepository } from './adapters/sql/retention-repository.js';
 import { SCHEDULE_QUEUE, ScheduleService } from './app/schedules/schedule-service.js';
 import { ContextWindow } from './agent/context/context-window.js';
 import { threadContextReader } from './agent/context/context-inspector.js';
-import { summaryCallAdmission } from './app/context/summary-call-budget.js';
+import { modelCallAdmission } from './app/context/model-call-admission.js';
 import { ThreadContextService } from './app/context/thread-context-service.js';
 import { ApprovalService } from './app/approvals/approval-service.js';
 import type { ApprovalGate } from './app/approvals/approval-ports.js';
@@ -183,7 +183,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       clock,
       agents: storage.agents,
       serverMaxTokens: config.contextTokens,
-      admitSummaryCall: summaryCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }),
+      admitSummaryCall: modelCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }, 'conversation summary'),
       onModelInput: (runId, record) => modelInputs.note(runId, record),
     });
     const mcp = new McpClientPool({ logger, allowedStdioCommands: config.mcpStdioCommands });
@@ -205,7 +205,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       reread: (id) => required(approvals, 'approvals').reread(id),
     };
     const toolLoop = new ToolLoop({ tools: chatTools, approvals: approvalGate, logger });
-    const chatGraph = buildChatGraph({ checkpointer, memories: storage.memories, models, logger, context: contextWindow, toolLoop });
+    const chatGraph = buildChatGraph({
+      checkpointer,
+      memories: storage.memories,
+      models,
+      logger,
+      context: contextWindow,
+      toolLoop,
+      admitModelCall: modelCallAdmission({ agents: storage.agents, timers: timerRepository, clock, logger }, 'tool loop step'),
+    });
     const planRepository = new SqlPlanRepository(storage.context);
     // The overlord needs the job queue (built below); the planner graph reaches it through this late-bound port.
     let overlord: Overlord | undefined;

@@ -1,4 +1,5 @@
 import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
+import { BUDGETED_TRIGGERS } from '../domain/autonomy/autonomous-triggers.js';
 import { adoptMessage, vigilMessagesReducer } from './message-identity.js';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { BaseMessageChunk, ToolMessage, type BaseMessage } from '@langchain/core/messages';
@@ -47,6 +48,12 @@ export interface ChatGraphDependencies {
   context?: ContextWindow;
   /** The agent's tools (model → tools → model); absent: the model answers with text alone. */
   toolLoop?: ToolLoop;
+  /**
+   * Asked before a model call that answers tool results in a run of the agent acting on its
+   * own (BUDGETED_TRIGGERS): it spends the daily autonomy budget too (I5). False: no call,
+   * the turn ends with its tool results.
+   */
+  admitModelCall?: (run: { userId: string; agentId: string }) => Promise<boolean>;
 }
 
 export const RESPOND_NODE = 'respond';
@@ -81,6 +88,10 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     const recall = ToolMessage.isInstance(stateIn.messages.at(-1)) ? undefined : await recallMemories(stateIn, config);
     const state = recall === undefined ? stateIn : { ...stateIn, ...recall };
     const run = runSettingsOf(config);
+    if (recall === undefined && BUDGETED_TRIGGERS.has(run.trigger) && dependencies.admitModelCall && !(await dependencies.admitModelCall(run))) {
+      logger.info({ threadId: run.threadId, runId: run.runId, trigger: run.trigger }, 'the autonomy model-call budget is spent: the turn ends after its tool results, without another model call');
+      return {};
+    }
     const model = toolLoop ? await toolLoop.bindModel(models(run.model), state.messages, run) : models(run.model);
     // The recalled memories, the run context rule, the envelope and the summary live in
     // this call's input only; the saved history receives just the reply (and a new

@@ -499,7 +499,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       release();
       await landed;
       // Two frames: React has applied the page.
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
       expect(await log.locator('article.assistant:not(.streaming)', { hasText: 'sent during the load' }).count()).toBe(1);
     } finally {
       bus.subscribe = subscribe;

@@ -10,6 +10,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { SqlApprovalRepository } from '../../src/adapters/sql/approval-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
+import { localDay } from '../../src/domain/autonomy/zoned-time.js';
+import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -507,6 +510,35 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   });
 
   // ---------- check-ins the agent sets itself (I5, I7) ----------
+  it('I5: a follow-up that calls a tool makes no more model calls than the daily budget allows: the tool loop reserves each call', async () => {
+    const followUpPrompt = TRIGGER_PROMPTS.check_in;
+    respond((request) => {
+      if (!JSON.stringify(request.messages).includes(followUpPrompt)) return { text: 'Noted.' };
+      const sinceLastHuman = request.messages.slice(request.messages.map((message) => message.role).lastIndexOf('user') + 1);
+      return sinceLastHuman.some((message) => message.role === 'tool') ? { text: 'Just checking in.' } : { toolCalls: [{ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }] };
+    });
+    const budgetOf = async (modelCallsPerDay: number) => {
+      const agentId = await agentWith({ autonomy: { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, modelCallsPerDay } });
+      const threadId = await threadOf(agentId);
+      await say(threadId, 'Hi');
+      const followUp = await runWhere(threadId, (run) => run.trigger === 'autonomy' && run.status !== 'running');
+      const used = await new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
+      const history = (await server.request('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];
+      return { followUp, used, replies: history.filter((message) => message.role === 'assistant').map((message) => message.content) };
+    };
+    // One call a day: the follow-up's first call (the tool call) is the day's; it ends with the tool's result, no second call.
+    const before = model.requestsMentioning(followUpPrompt).length;
+    const one = await budgetOf(1);
+    expect(model.requestsMentioning(followUpPrompt).length - before).toBe(1);
+    expect(one).toMatchObject({ followUp: { status: 'succeeded' }, used: 1 });
+    expect(one.replies).not.toContain('Just checking in.');
+    // Two: the call after the tool's result is reserved and made.
+    const two = await budgetOf(2);
+    expect(model.requestsMentioning(followUpPrompt).length - before).toBe(3);
+    expect(two).toMatchObject({ used: 2 });
+    expect(two.replies.at(-1)).toBe('Just checking in.');
+  });
+
   const quietPolicy = { enabled: true, delaysMs: { check_in: 600_000, question_unanswered: 600_000, task_incomplete: 600_000, waiting_for_decision: 600_000 }, minDelayMs: 10, maxPerSilence: 1 };
   async function checkIns(threadId: string, state = 'all', token = ALICE.token) {
     return server.request('GET', `/api/threads/${threadId}/check-ins?state=${state}`, { token });

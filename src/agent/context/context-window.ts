@@ -1,4 +1,5 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { BUDGETED_TRIGGERS } from '../../domain/autonomy/autonomous-triggers.js';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.js';
@@ -62,8 +63,6 @@ export interface PrepareOptions extends ModelInputOptions {
   fold?: boolean;
 }
 
-/** Triggers whose model calls spend the autonomy budget. */
-const AUTONOMOUS_TRIGGERS: ReadonlySet<string> = new Set(['autonomy']);
 
 /**
  * Fits every model call of a thread into the agent's context budget (I14): system
@@ -232,7 +231,7 @@ export class ContextWindow {
     maxInputTokens: number,
     log: Logger,
   ): Promise<string> {
-    if (AUTONOMOUS_TRIGGERS.has(run.trigger) && this.deps.admitSummaryCall && !(await this.deps.admitSummaryCall(run))) {
+    if (BUDGETED_TRIGGERS.has(run.trigger) && this.deps.admitSummaryCall && !(await this.deps.admitSummaryCall(run))) {
       throw new Error('the autonomy model-call budget is spent');
     }
     const model = budget.summaryModel ?? run.model;
