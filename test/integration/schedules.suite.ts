@@ -81,6 +81,33 @@ export function schedulesSuite(backend: () => Backend): void {
     expect((await server.request('GET', `/api/schedules/${created.body.id}/fires`, { token: BOB.token })).status).toBe(404);
   });
 
+  it('no overlap past 30 minutes either: a fire whose run is alive is not taken as interrupted, and the next one is skipped', async () => {
+    // The server's clock, moved on 31 minutes while the first fire's run still goes.
+    let offsetMs = 0;
+    const slow = await startTestServer(backend(), { demoTokenDelayMs: 60, clock: { now: () => new Date(Date.now() + offsetMs) } });
+    try {
+      const created = await slow.request('POST', '/api/schedules', { body: { name: 'Long', task: 'A long job', target: 'new_thread', timing: { kind: 'cron', cron: '0 3 * * *', timezone: 'UTC' } } });
+      const schedule = created.body;
+      const job = (scheduledFor: string) => ({ id: 'z', queue: 'schedule', key: `${schedule.id}@${scheduledFor}`, dueAt: scheduledFor, attempt: 1, payload: { scheduleId: schedule.id, scheduledFor, version: schedule.updatedAt } });
+      const runner = slow.services.scheduleRunner;
+      const a = new Date(Date.now() - 100).toISOString();
+      const first = runner.fire(job(a));
+      await waitFor(async () => {
+        const fire = (await firesOf(schedule.id, slow)).find((entry) => entry.scheduledFor === a);
+        return fire?.runId != null && (await slow.request('GET', `/api/runs/${fire.runId}`)).body.status === 'running';
+      }, 10_000, 'the first fire to be running');
+      offsetMs = 31 * 60_000;
+      const b = new Date(Date.now() + offsetMs - 100).toISOString();
+      await runner.fire(job(b));
+      await first;
+      const fires = await firesOf(schedule.id, slow);
+      expect(fires.find((fire) => fire.scheduledFor === b)).toMatchObject({ status: 'skipped', reason: 'overlap' });
+      expect(fires.find((fire) => fire.scheduledFor === a)).toMatchObject({ status: 'succeeded' });
+    } finally {
+      await slow.destroy();
+    }
+  });
+
   it('I7: a fire delivered twice runs once; a fire while the previous still runs is skipped (no overlap)', async () => {
     const thread = (await server.request('POST', '/api/threads', { body: {} })).body;
     const created = await server.request('POST', '/api/schedules', { body: { name: 'Daily', task: 'Daily check', target: 'thread', threadId: thread.id, timing: { kind: 'cron', cron: '0 3 * * *', timezone: 'UTC' } } });

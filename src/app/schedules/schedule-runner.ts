@@ -13,7 +13,7 @@ import type { ScheduleService } from './schedule-service.js';
 
 const firePayloadSchema = z.object({ scheduleId: z.string(), scheduledFor: z.iso.datetime(), version: z.string() });
 
-/** A fire still marked running after this long is taken as interrupted, not in progress. */
+/** A fire still marked running after this long is taken as interrupted, not in progress, unless its run is alive. */
 export const STALE_FIRE_MS = 30 * 60_000;
 
 /** The reason of a fire whose process ended before it did (the stale-fire rule says the same). */
@@ -96,14 +96,17 @@ export class ScheduleRunner {
   }
 
   private async overlapping(schedule: ScheduleRecord, now: Date): Promise<boolean> {
-    const { schedules } = this.deps;
+    const { schedules, runs } = this.deps;
     if (!(await schedules.hasRunningFire(schedule.id))) return false;
     const latest = await schedules.latestFire(schedule.id);
-    if (latest?.status === 'running' && now.getTime() - Date.parse(latest.startedAt) > STALE_FIRE_MS) {
-      await schedules.finishFire(latest.id, { status: 'failed', reason: INTERRUPTED_FIRE_REASON, endedAt: now.toISOString() });
-      return false;
-    }
-    return true;
+    if (latest?.status !== 'running' || now.getTime() - Date.parse(latest.startedAt) <= STALE_FIRE_MS) return true;
+    // Long past its start: interrupted, unless its run is alive (a long planner run holds its
+    // thread), which the run's own state says, not the time. Its process died: the run is ended
+    // as the sweep would, and the fire with it.
+    const run = latest.runId ? await runs.get(latest.userId, latest.runId) : undefined;
+    if (run?.status === 'running' && !(await this.deps.endOrphanedRun(run))) return true;
+    await schedules.finishFire(latest.id, { status: 'failed', reason: INTERRUPTED_FIRE_REASON, endedAt: now.toISOString() });
+    return false;
   }
 
   private async run(schedule: ScheduleRecord, fire: { fireId: string; runId: string; scheduledFor: string }, log: Logger): Promise<void> {
