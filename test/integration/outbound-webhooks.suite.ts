@@ -111,12 +111,14 @@ export function outboundWebhooksSuite(backend: () => Backend, options: { slowMs:
     const payload = new Webhook(created.body.secret).verify(received.find((entry) => entry.path === path)!.body, received.find((entry) => entry.path === path)!.headers as Record<string, string>) as Json;
     expect(payload).toMatchObject({ type: 'run.completed', data: { threadId, trigger: 'cron', status: 'succeeded', reply: 'Scheduled report: all quiet.' } });
     let webhook: Json = {};
+    let delivery: Json = {};
+    // Two records: the webhook's (disabled) is written a moment before the delivery's (failed).
     await waitFor(async () => {
       webhook = ((await server.request('GET', `/api/agents/${agentId}/webhooks`)).body.webhooks as Json[])[0]!;
-      return webhook.enabled === false;
-    }, waitLong, 'the webhook to be disabled');
+      delivery = ((await server.request('GET', `/api/agents/${agentId}/webhooks/${created.body.id}/deliveries`)).body.deliveries as Json[])[0]!;
+      return webhook.enabled === false && delivery.status !== 'pending';
+    }, waitLong, 'the webhook to be disabled and its delivery settled');
     expect(webhook.disabledReason).toContain('3 failed delivery attempts');
-    const [delivery] = (await server.request('GET', `/api/agents/${agentId}/webhooks/${created.body.id}/deliveries`)).body.deliveries;
     expect(delivery).toMatchObject({ status: 'failed', lastError: 'the endpoint answered HTTP 503' });
     // A person's own run sends nothing.
     await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'thanks' } });
