@@ -101,14 +101,14 @@ export class RunCoordinator {
 
   /**
    * Run `work` holding the thread with no run on it (a thread's deletion): the thread's
-   * runs in this process are called off first (one in progress is cancelled; one waiting
-   * for the thread is answered `gone`), and a run that gets the thread after `work` finds
-   * it gone (leaseAndRun), so none writes it back.
+   * runs in this process are called off first (one in progress is cancelled; one not yet
+   * started, waiting for the thread or on its way to it, is answered `gone`), and a run
+   * that gets the thread after `work` finds it gone (leaseAndRun), so none writes it back.
    */
   async withThreadCleared<T>(userId: string, threadId: string, reasons: { cancelled: string; gone: VigilError }, work: () => Promise<T>): Promise<T> {
     for (const run of this.requested.values()) {
       if (run.threadId !== threadId || run.userId !== userId) continue;
-      run.controller.abort(this.waiting.has(run.runId) ? reasons.gone : new VigilError('RUN_CANCELLED', reasons.cancelled));
+      run.controller.abort(this.active.has(run.runId) ? new VigilError('RUN_CANCELLED', reasons.cancelled) : reasons.gone);
     }
     const lease = await this.locks.acquire(threadId);
     try {

@@ -187,6 +187,23 @@ export function deletedDataSuite(backend: () => Backend): void {
         expect(newThreadId).not.toBe(oldThread);
         const history = await telegramServer.request('GET', `/api/threads/${newThreadId}/history`);
         expect(history.body.messages.map((message: Json) => message.content)).toEqual(['are you there?', 'Echo: are you there?']);
+
+        // I12: a thread made later with the old id (by anyone) is not the chat's: its approval asks do not reach it.
+        telegramServer.services.events.publish({
+          type: 'approval.requested',
+          threadId: oldThread,
+          runId: 'someone-else',
+          at: new Date().toISOString(),
+          approvalId: 'a-1',
+          toolCallId: 'c-1',
+          tool: 'send_email',
+          arguments: { body: 'not for this chat' },
+          expiresAt: new Date(Date.now() + 60_000).toISOString(),
+          attended: true,
+        });
+        fake.pushMessage({ chatId, text: 'and now?' });
+        await waitFor(() => fake.sentTo(chatId).length >= 3, 10_000, 'the reply to the next message');
+        expect(JSON.stringify(fake.sentTo(chatId))).not.toContain('not for this chat');
       });
     });
   });

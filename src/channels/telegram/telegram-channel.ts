@@ -279,6 +279,11 @@ export class TelegramChannel {
     const unsubscribe = this.deps.events.subscribe(chat.threadId, (event) => {
       if (event.type === 'message.end' && event.message.role === 'assistant') this.flush(chat.chatId, chat.threadId);
       if (event.type === 'approval.requested' && this.deps.approvals) this.chain(`outbox:${chat.threadId}`, () => this.askApproval(chat, event));
+      // The thread's last event: a thread made later with its id (by anyone) is not this chat's.
+      if (event.type === 'thread.deleted') {
+        this.subscriptions.get(chat.threadId)?.();
+        this.subscriptions.delete(chat.threadId);
+      }
     });
     this.subscriptions.set(chat.threadId, unsubscribe);
   }
