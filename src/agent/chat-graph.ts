@@ -1,5 +1,5 @@
 import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
-import { BUDGETED_TRIGGERS } from '../domain/autonomy/autonomous-triggers.js';
+import { BUDGETED_TRIGGERS, takePrepaidCall } from '../domain/autonomy/autonomous-triggers.js';
 import { adoptMessage, vigilMessagesReducer } from './message-identity.js';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { BaseMessageChunk, ToolMessage, type BaseMessage } from '@langchain/core/messages';
@@ -49,9 +49,9 @@ export interface ChatGraphDependencies {
   /** The agent's tools (model → tools → model); absent: the model answers with text alone. */
   toolLoop?: ToolLoop;
   /**
-   * Asked before a model call that answers tool results in a run of the agent acting on its
-   * own (BUDGETED_TRIGGERS): it spends the daily autonomy budget too (I5). False: no call,
-   * the turn ends with its tool results.
+   * Asked before a model call of a run of the agent acting on its own (BUDGETED_TRIGGERS)
+   * that its admission did not pay for (a tool loop's later steps): it spends the daily
+   * autonomy budget too (I5). False: no call, the turn ends with its tool results.
    */
   admitModelCall?: (run: { userId: string; agentId: string }) => Promise<boolean>;
 }
@@ -88,7 +88,8 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     const recall = ToolMessage.isInstance(stateIn.messages.at(-1)) ? undefined : await recallMemories(stateIn, config);
     const state = recall === undefined ? stateIn : { ...stateIn, ...recall };
     const run = runSettingsOf(config);
-    if (recall === undefined && BUDGETED_TRIGGERS.has(run.trigger) && dependencies.admitModelCall && !(await dependencies.admitModelCall(run))) {
+    // The attempt's first call was paid as the run was admitted (or retried); each later one pays its way.
+    if (BUDGETED_TRIGGERS.has(run.trigger) && !takePrepaidCall(config.configurable) && dependencies.admitModelCall && !(await dependencies.admitModelCall(run))) {
       logger.info({ threadId: run.threadId, runId: run.runId, trigger: run.trigger }, 'the autonomy model-call budget is spent: the turn ends after its tool results, without another model call');
       return {};
     }

@@ -75,6 +75,8 @@ export class RunCoordinator {
   private readonly requested = new Map<string, ActiveRun>(); // runId → run
   /** Runs (ids) waiting for their thread's lock: a stop calls them off at once. */
   private readonly waiting = new Set<string>();
+  /** Deletions waiting for their thread (withThreadCleared): a stop calls them off too. */
+  private readonly clearing = new Set<AbortController>();
   private readonly runEndHooks: RunEndHook[] = [];
   private readonly retry: RetryPolicy;
   private readonly projector: MessageProjector;
@@ -110,7 +112,16 @@ export class RunCoordinator {
       if (run.threadId !== threadId || run.userId !== userId) continue;
       run.controller.abort(this.active.has(run.runId) ? new VigilError('RUN_CANCELLED', reasons.cancelled) : reasons.gone);
     }
-    const lease = await this.locks.acquire(threadId);
+    // Waiting for another instance's run, it would hold a stop up (a lock wait keeps its connection).
+    const clearing = new AbortController();
+    this.clearing.add(clearing);
+    if (this.stopping) clearing.abort(new VigilError('SERVER_STOPPING', 'the server is stopping; the thread was not deleted'));
+    let lease: ThreadLease;
+    try {
+      lease = await this.locks.acquire(threadId, clearing.signal);
+    } finally {
+      this.clearing.delete(clearing);
+    }
     try {
       return await work();
     } finally {
@@ -138,6 +149,7 @@ export class RunCoordinator {
     // A run still waiting for its thread would be refused once it got it: called off now,
     // its caller hears at once, and a wait for another instance's run ends with it.
     for (const runId of this.waiting) this.requested.get(runId)?.controller.abort(new VigilError('RUN_CANCELLED', STOPPING_REASON));
+    for (const clearing of this.clearing) clearing.abort(new VigilError('SERVER_STOPPING', 'the server is stopping; the thread was not deleted'));
     const busy = () => this.active.size > 0 || this.critical > 0;
     const deadline = Date.now() + graceMs;
     while (busy() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));

@@ -90,6 +90,11 @@ class Connection {
         await this.deps.conversations.getThread(this.userId, frame.threadId); // I12: 404 for others' threads
         if (this.intents.get(frame.threadId) !== intent) return; // unsubscribed meanwhile
         this.subscribe(frame.threadId, frame.afterEventId);
+        // Deleted while it was looked up (its thread.deleted came before the subscription): let go.
+        if (!(await this.stillOwned(frame.threadId))) {
+          this.unsubscribe(frame.threadId);
+          throw new VigilError('THREAD_NOT_FOUND', `no thread "${frame.threadId}"`);
+        }
         // The acknowledgement: a client (or a test) knows no later event can be missed.
         this.send({ type: 'thread.subscribed', threadId: frame.threadId, at: new Date().toISOString() });
         return;
@@ -108,6 +113,13 @@ class Connection {
         await this.deps.conversations.cancelRun(this.userId, frame.runId);
         return;
     }
+  }
+
+  private async stillOwned(threadId: string): Promise<boolean> {
+    return (await this.deps.conversations.getThread(this.userId, threadId).then(
+      () => true,
+      () => false,
+    ));
   }
 
   private intend(threadId: string): number {

@@ -63,4 +63,38 @@ describePostgres('stopping an instance whose run waits for another instance (Pos
       await server.destroy();
     }
   });
+
+  it("I8: the stop calls off a thread's deletion waiting behind another instance's run (503 SERVER_STOPPING, the thread kept)", async () => {
+    const place = { dataDir: await makeTempDir(), schema: randomSchemaName() };
+    const backend = { kind: 'postgres' as const, url: postgres.url };
+    let server = await startTestServer(backend, { place });
+    const other = await PostgresThreadLocks.open({ connectionString: postgres.url, schema: place.schema, logger: pino({ level: 'silent' }) });
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+    try {
+      const threadId = (await server.request('POST', '/api/threads', { body: {} })).body.id as string;
+      const held = await other.acquire(threadId);
+      const deleting = server.request('DELETE', `/api/threads/${threadId}`);
+      await waitFor(
+        async () =>
+          (
+            await admin.query(`SELECT count(*)::int AS waits FROM pg_stat_activity WHERE application_name LIKE 'vigil-thread-locks %' AND application_name <> $1 AND wait_event_type = 'Lock'`, [other.applicationName])
+          ).rows[0].waits === 1,
+        10_000,
+        'the deletion to wait for the thread in PostgreSQL',
+      );
+      await server.close();
+      const answer = await deleting;
+      expect(answer.status).toBe(503);
+      expect(answer.body.error.code).toBe('SERVER_STOPPING');
+      expect(server.undocumented).toEqual([]);
+      await held.release();
+      server = await startTestServer(backend, { place });
+      expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(200);
+    } finally {
+      await admin.end();
+      await other.close();
+      await server.destroy();
+    }
+  });
 });

@@ -128,6 +128,8 @@ export class PostgresEventBus implements EventBus {
   }
 
   async forgetThread(threadId: string): Promise<void> {
+    const feed = this.#feeds.get(threadId);
+    if (feed) feed.lastSeen = undefined;
     // What this instance still has to write for the thread lands first, so nothing is left after the delete.
     for (let outbox = this.#outboxes.get(threadId); outbox?.writing; outbox = this.#outboxes.get(threadId)) await outbox.writing;
     await this.#options.db.transaction().execute(async (trx) => {
@@ -267,6 +269,9 @@ export class PostgresEventBus implements EventBus {
       subscriber.cursor = id;
       if (event) this.#deliver(subscriber.handler, event, id);
     }
+    // The thread's ids start again from 1 if a thread of this id is made later: a live
+    // subscriber joining then starts from its first notice, not from the old thread's ids.
+    if (event?.type === 'thread.deleted') feed.lastSeen = undefined;
   }
 
   /** The listener was away: notices sent meanwhile are lost, so every feed reads what it missed. */

@@ -1,4 +1,5 @@
 import type { ModelInputRecord } from '../../domain/context/context-report.js';
+import { PREPAID_MODEL_CALL, type PrepaidModelCall } from '../../domain/autonomy/autonomous-triggers.js';
 import type { ModelInputLog } from './model-input-log.js';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
@@ -162,7 +163,9 @@ export class RunExecution {
    */
   private attemptConfig(): RunnableConfig {
     const config = runConfig(this.settings);
-    return { ...config, configurable: { ...config.configurable, [HOLD_SUPERSEDED_WRITES]: true }, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
+    // The attempt's first model call is paid already: by the run's admission, or by beforeRetry (I5).
+    const prepaid: PrepaidModelCall = { remaining: 1 };
+    return { ...config, configurable: { ...config.configurable, [HOLD_SUPERSEDED_WRITES]: true, [PREPAID_MODEL_CALL]: prepaid }, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
   }
 
   /** The attempt ended (however): what the saver held for it is stored, before anything reads the state. */

@@ -1,0 +1,3 @@
+import { autonomyBudgetSuite } from './autonomy-budget.suite.js';
+
+autonomyBudgetSuite(() => ({ kind: 'sqlite' }));

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
+import { localDay } from '../../src/domain/autonomy/zoned-time.js';
+import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
+import { ScriptedOpenAiServer } from '../helpers/openai-server.js';
+import { ALICE, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+type Json = Record<string, any>;
+
+/** I5 with retries: each model call of a follow-up spends one unit of the daily budget, once. Against the scripted model server. */
+export function autonomyBudgetSuite(backend: () => Backend): void {
+  describe('autonomy budget across retries', () => {
+    let model: ScriptedOpenAiServer;
+    let server: TestServer;
+    beforeAll(async () => {
+      model = await ScriptedOpenAiServer.start();
+      server = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 2, retryBackoffMs: 10 } });
+    });
+    afterAll(async () => {
+      await server?.destroy();
+      await model?.close();
+    });
+
+    it('I5: a retried tool-loop step of a follow-up is paid once: one unit per model call made', async () => {
+      const prompt = TRIGGER_PROMPTS.check_in;
+      let failedOnce = false;
+      model.reset();
+      model.respondWith((request) => {
+        if (!JSON.stringify(request.messages).includes(prompt)) return { text: 'Noted.' };
+        const sinceLastHuman = request.messages.slice(request.messages.map((message) => message.role).lastIndexOf('user') + 1);
+        if (!sinceLastHuman.some((message) => message.role === 'tool')) return { toolCalls: [{ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }] };
+        if (!failedOnce) {
+          failedOnce = true;
+          return { status: 500, errorMessage: 'transient' };
+        }
+        return { text: 'Just checking in.' };
+      });
+      const agentId = `b-${randomUUID().slice(0, 8)}`;
+      const autonomy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, modelCallsPerDay: 10 };
+      expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'tools', autonomy } })).status).toBe(201);
+      const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id as string;
+      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Hi' } })).status).toBe(200);
+      let followUp: Json | undefined;
+      await waitFor(async () => {
+        const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Json[];
+        followUp = runs.find((run) => run.trigger === 'autonomy' && run.status !== 'running');
+        return followUp !== undefined;
+      }, 20_000, 'the follow-up run to end');
+      expect(followUp).toMatchObject({ status: 'succeeded' });
+      const calls = model.requestsMentioning(prompt).length; // the tool call, the failed step, the retried step
+      expect(calls).toBe(3);
+      const used = await new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
+      expect(used).toBe(calls);
+    });
+  });
+}
