@@ -130,6 +130,11 @@ export class ConversationService {
     return this.storage.threads.list(userId, options);
   }
 
+  /** Whether the user owns the thread now (a stream checking its thread was not deleted under it). */
+  async ownsThread(userId: string, threadId: string): Promise<boolean> {
+    return (await this.storage.threads.get(userId, threadId)) !== undefined;
+  }
+
   /** The owner's thread, or THREAD_NOT_FOUND — also for another user's thread (I12). */
   async getThread(userId: string, threadId: string): Promise<ThreadRecord> {
     const thread = await this.storage.threads.get(userId, threadId);

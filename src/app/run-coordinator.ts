@@ -115,7 +115,7 @@ export class RunCoordinator {
     // Waiting for another instance's run, it would hold a stop up (a lock wait keeps its connection).
     const clearing = new AbortController();
     this.clearing.add(clearing);
-    if (this.stopping) clearing.abort(new VigilError('SERVER_STOPPING', 'the server is stopping; the thread was not deleted'));
+    if (this.stopping) clearing.abort(deletionStopped());
     let lease: ThreadLease;
     try {
       lease = await this.locks.acquire(threadId, clearing.signal);
@@ -149,7 +149,7 @@ export class RunCoordinator {
     // A run still waiting for its thread would be refused once it got it: called off now,
     // its caller hears at once, and a wait for another instance's run ends with it.
     for (const runId of this.waiting) this.requested.get(runId)?.controller.abort(new VigilError('RUN_CANCELLED', STOPPING_REASON));
-    for (const clearing of this.clearing) clearing.abort(new VigilError('SERVER_STOPPING', 'the server is stopping; the thread was not deleted'));
+    for (const clearing of this.clearing) clearing.abort(deletionStopped());
     const busy = () => this.active.size > 0 || this.critical > 0;
     const deadline = Date.now() + graceMs;
     while (busy() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -312,6 +312,11 @@ export class RunCoordinator {
   private emit(event: VigilEvent): void {
     this.deps.events.publish(event);
   }
+}
+
+/** Why a deletion waiting for its thread was called off by a stop. */
+function deletionStopped(): VigilError {
+  return new VigilError('SERVER_STOPPING', 'the server is stopping; the thread was not deleted');
 }
 
 /** The caller going away (e.g. the HTTP client) cancels the run; returns the detach. */

@@ -38,15 +38,11 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
  */
 export const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
 
-/** Write `chunk` unless the stream is closed or its client is too far behind (then it is dropped); false when not written. */
-export function writeOrDrop(raw: FastifyReply['raw'], chunk: string): boolean {
-  if (raw.writableEnded || raw.destroyed) return false;
-  if (raw.writableLength > MAX_UNSENT_BYTES) {
-    raw.destroy();
-    return false;
-  }
-  raw.write(chunk);
-  return true;
+/** Write `chunk` unless the stream is closed or its client is too far behind (then it is dropped). */
+export function writeOrDrop(raw: FastifyReply['raw'], chunk: string): void {
+  if (raw.writableEnded || raw.destroyed) return;
+  if (raw.writableLength > MAX_UNSENT_BYTES) raw.destroy();
+  else raw.write(chunk);
 }
 
 /**

@@ -91,7 +91,7 @@ class Connection {
         if (this.intents.get(frame.threadId) !== intent) return; // unsubscribed meanwhile
         this.subscribe(frame.threadId, frame.afterEventId);
         // Deleted while it was looked up (its thread.deleted came before the subscription): let go.
-        if (!(await this.stillOwned(frame.threadId))) {
+        if (!(await this.deps.conversations.ownsThread(this.userId, frame.threadId))) {
           this.unsubscribe(frame.threadId);
           throw new VigilError('THREAD_NOT_FOUND', `no thread "${frame.threadId}"`);
         }
@@ -113,13 +113,6 @@ class Connection {
         await this.deps.conversations.cancelRun(this.userId, frame.runId);
         return;
     }
-  }
-
-  private async stillOwned(threadId: string): Promise<boolean> {
-    return (await this.deps.conversations.getThread(this.userId, threadId).then(
-      () => true,
-      () => false,
-    ));
   }
 
   private intend(threadId: string): number {

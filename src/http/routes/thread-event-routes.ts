@@ -65,11 +65,7 @@ export function threadEventRoutes(deps: HttpDependencies): FastifyPluginAsyncZod
           { afterEventId },
         );
         // Deleted while it was looked up (its thread.deleted came before the subscription): end.
-        const stillOwned = await deps.conversations.getThread(request.userId, request.params.threadId).then(
-          () => true,
-          () => false,
-        );
-        if (!stillOwned) end();
+        if (!(await deps.conversations.ownsThread(request.userId, request.params.threadId))) end();
         const heartbeat = setInterval(() => writeOrDrop(raw, ': heartbeat\n\n'), HEARTBEAT_MS);
         heartbeat.unref();
         await ended;
