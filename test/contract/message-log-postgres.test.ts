@@ -49,6 +49,19 @@ async function postgresBackend(): Promise<LogBackend> {
         (await client.query<{ size: string }>(`SELECT coalesce(sum(octet_length(blob)), 0) AS size FROM "${schema}".checkpoint_blobs WHERE thread_id = $1 AND channel = 'summary'`, [threadId]))
           .rows[0]!.size,
       ),
+    logValues: async (threadId) =>
+      (await client.query<{ message_id: string; type: string; value: Buffer }>(`SELECT message_id, type, value FROM "${schema}".checkpoint_messages WHERE thread_id = $1 ORDER BY seq`, [threadId])).rows.map((row) => ({
+        messageId: row.message_id,
+        type: row.type,
+        value: new Uint8Array(row.value),
+      })),
+    rewriteLog: async (threadId, rewrite) => {
+      const rows = (await client.query<{ seq: number; message_id: string; type: string; value: Buffer }>(`SELECT seq, message_id, type, value FROM "${schema}".checkpoint_messages WHERE thread_id = $1`, [threadId])).rows;
+      for (const row of rows) {
+        const next = rewrite({ messageId: row.message_id, type: row.type, value: new Uint8Array(row.value) });
+        await client.query(`UPDATE "${schema}".checkpoint_messages SET type = $1, value = $2 WHERE thread_id = $3 AND seq = $4`, [next.type, Buffer.from(next.value), threadId, row.seq]);
+      }
+    },
     close: () => closers.closeAll(),
   };
 }

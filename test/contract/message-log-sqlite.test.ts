@@ -45,6 +45,28 @@ async function sqliteBackend(): Promise<LogBackend> {
     summaryBytes: async (threadId) =>
       query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.summary'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
       query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
+    logValues: async (threadId) => {
+      const database = openNodeSqlite(file, { readOnly: true });
+      try {
+        const rows = database.prepare('SELECT message_id, type, value FROM checkpoint_messages WHERE thread_id = ? ORDER BY seq').all(threadId) as Array<{ message_id: string; type: string; value: Uint8Array }>;
+        return rows.map((row) => ({ messageId: row.message_id, type: row.type, value: row.value }));
+      } finally {
+        database.close();
+      }
+    },
+    rewriteLog: async (threadId, rewrite) => {
+      const database = openNodeSqlite(file);
+      try {
+        const rows = database.prepare('SELECT seq, message_id, type, value FROM checkpoint_messages WHERE thread_id = ?').all(threadId) as Array<{ seq: number; message_id: string; type: string; value: Uint8Array }>;
+        const update = database.prepare('UPDATE checkpoint_messages SET type = ?, value = ? WHERE thread_id = ? AND seq = ?');
+        for (const row of rows) {
+          const next = rewrite({ messageId: row.message_id, type: row.type, value: row.value });
+          update.run(next.type, next.value, threadId, row.seq);
+        }
+      } finally {
+        database.close();
+      }
+    },
     close: () => closers.closeAll(),
   };
 }

@@ -6,11 +6,12 @@
  * list LangGraph's own MemorySaver holds after the same operations (appends, RemoveMessage,
  * replacement by id), whether the reader has the messages in memory or not.
  */
-import { AIMessage, AIMessageChunk, HumanMessage, RemoveMessage, type BaseMessage } from '@langchain/core/messages';
+import { AIMessage, AIMessageChunk, HumanMessage, RemoveMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { Annotation, END, MemorySaver, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
 import type { BaseCheckpointSaver, CheckpointTuple } from '@langchain/langgraph-checkpoint';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Storage } from '../../src/app/ports.js';
+import { expandMessageRow } from '../../src/adapters/sql/message-log-codec.js';
 
 export interface LogBackend {
   /** A server on the shared database; each call is another server (empty memory). */
@@ -30,6 +31,10 @@ export interface LogBackend {
   inputBytes(threadId: string): Promise<number>;
   /** Bytes stored for the thread's `summary` channel, over all its checkpoints (SQLite: inline values and checkpoint_values rows; PostgreSQL: its blobs). */
   summaryBytes(threadId: string): Promise<number>;
+  /** The thread's log rows, in seq order, as stored. */
+  logValues(threadId: string): Promise<Array<{ messageId: string; type: string; value: Uint8Array }>>;
+  /** Stores each of the thread's log rows as `rewrite` gives it back (rows as an older version wrote them). */
+  rewriteLog(threadId: string, rewrite: (row: { messageId: string; type: string; value: Uint8Array }) => { type: string; value: Uint8Array }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -79,6 +84,29 @@ async function history(saver: BaseCheckpointSaver, threadId: string): Promise<un
 function plain(tuple: CheckpointTuple | undefined): unknown {
   const messages = (tuple?.checkpoint.channel_values.messages ?? []) as BaseMessage[];
   return messages.map((message) => ({ type: message.type, id: message.id, content: message.content, class: message.constructor.name }));
+}
+
+/** Messages with every field a row must give back: tool calls and their results, usage, names, parts, kwargs. */
+function richMessages(turn: number): BaseMessage[] {
+  return [
+    new SystemMessage({ id: `system-${turn}`, content: 'a note from the system', additional_kwargs: { vigil: { origin: 'system' } } }),
+    new HumanMessage({ id: `human-${turn}`, name: 'ada', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }),
+    new AIMessage({
+      id: `ai-${turn}`,
+      content: '',
+      tool_calls: [{ id: `call-${turn}`, name: 'lookup', args: { query: 'weather', nested: { days: [1, 2] } }, type: 'tool_call' }],
+      invalid_tool_calls: [{ id: `bad-${turn}`, name: 'lookup', args: '{oops', error: 'not JSON', type: 'invalid_tool_call' }],
+      usage_metadata: { input_tokens: 12, output_tokens: 3, total_tokens: 15 },
+      response_metadata: { model_name: 'scripted', finish_reason: 'tool_calls' },
+    }),
+    new ToolMessage({ id: `tool-${turn}`, tool_call_id: `call-${turn}`, name: 'lookup', content: 'sunny ✓', status: 'success', artifact: { raw: [1, 2, 3] } }),
+    new AIMessage({ id: `reply-${turn}`, content: 'It is sunny.', response_metadata: {}, additional_kwargs: {} }),
+  ];
+}
+
+/** A message as its serialised form, every field in its order (a loaded message serialises its kwargs in the order they were loaded in). */
+function wholeMessage(message: BaseMessage): string {
+  return `${message.constructor.name} ${JSON.stringify(message)}`;
 }
 
 const SummaryState = Annotation.Root({
@@ -232,6 +260,41 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
     const hits = (server.checkpointer as { cacheStats?: () => { hits: number } }).cacheStats?.().hits ?? 0;
     await turns(graph, 'emptied', 4, 1);
     expect((server.checkpointer as { cacheStats?: () => { hits: number } }).cacheStats?.().hits).toBeGreaterThan(hits);
+  });
+
+  it('a row holds the message without the serializer wrapper and the id its column holds, and reads back bit for bit (I3): tool calls, usage, names, parts, kwargs; rows in the older, whole form read back the same', async () => {
+    const Plain = Annotation.Root({ messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }) });
+    const build = (saver: BaseCheckpointSaver) =>
+      new StateGraph(Plain)
+        .addNode('noop', () => ({}))
+        .addEdge(START, 'noop')
+        .addEdge('noop', END)
+        .compile({ checkpointer: saver });
+    const memory = new MemorySaver();
+    const writer = await backend.open();
+    for (const saver of [memory, writer.checkpointer]) {
+      for (let turn = 0; turn < 2; turn++) await build(saver).invoke({ messages: richMessages(turn) }, { configurable: { thread_id: 'rich' } });
+    }
+    const latest = async (saver: BaseCheckpointSaver) => ((await saver.getTuple({ configurable: { thread_id: 'rich' } }))!.checkpoint.channel_values.messages as BaseMessage[]).map(wholeMessage);
+    const expected = await latest(memory);
+    expect(expected).toHaveLength(10);
+    expect(await latest(writer.checkpointer)).toEqual(expected);
+    expect(await latest((await backend.open()).checkpointer)).toEqual(expected);
+
+    const rows = await backend.logValues('rich');
+    expect(rows.map((row) => row.type)).toEqual(Array.from({ length: 2 }, () => ['lc:SystemMessage', 'lc:HumanMessage', 'lc:AIMessage', 'lc:ToolMessage', 'lc:AIMessage']).flat());
+    for (const row of rows) {
+      const text = new TextDecoder().decode(row.value);
+      expect(text).not.toContain('langchain_core');
+      expect(text).not.toContain(row.messageId);
+    }
+    // The plain reply: its kwargs as the serializer wrote them, in their order, less the leading id.
+    expect(new TextDecoder().decode(rows[4]!.value)).toMatch(/^\{"content":"It is sunny\.",/);
+
+    // A log an older version wrote (each row the serializer's whole JSON) reads back the same.
+    await backend.rewriteLog('rich', (row) => expandMessageRow(row.type, row.value, row.messageId));
+    expect((await backend.logValues('rich')).every((row) => row.type === 'json' && new TextDecoder().decode(row.value).includes('"langchain_core"'))).toBe(true);
+    expect(await latest((await backend.open()).checkpointer)).toEqual(expected);
   });
 
   it('deleteThread removes the thread\'s log, and a new thread of the same id starts clean', async () => {

@@ -30,6 +30,7 @@
  */
 import { BaseMessage, BaseMessageChunk } from '@langchain/core/messages';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
+import { compactMessageRow, expandMessageRow } from './message-log-codec.js';
 
 /** The key of the reference object a checkpoint stores in place of a logged list. */
 export const MESSAGE_LOG_REF = 'vigil:message-log';
@@ -300,7 +301,12 @@ export class MessageLog {
     const missing = seqs.filter((seq) => !log.bySeq.has(seq));
     if (missing.length > 0) {
       const rows = await this.#store.read(threadId, checkpointNs, toRanges(missing));
-      const loaded = await Promise.all(rows.map(async (row) => [row, (await this.#serde.loadsTyped(row.type, row.value)) as BaseMessage] as const));
+      const loaded = await Promise.all(
+        rows.map(async (row) => {
+          const { type, value } = expandMessageRow(row.type, row.value, row.messageId);
+          return [row, (await this.#serde.loadsTyped(type, value)) as BaseMessage] as const;
+        }),
+      );
       for (const [row, message] of loaded) this.#remember(log, row.seq, message, row.messageId);
     }
     const list = seqs.map((seq) => {
@@ -313,12 +319,13 @@ export class MessageLog {
     return list;
   }
 
-  /** The message's stored form and the message a read of it returns. */
+  /** The message's stored form (its row's type and value) and the message a read of it returns. */
   async #canonical(message: BaseMessage): Promise<[string, Uint8Array, BaseMessage]> {
     const [type, first] = await this.#serde.dumpsTyped(message);
     const loaded = (await this.#serde.loadsTyped(type, first)) as BaseMessage;
     const [, again] = await this.#serde.dumpsTyped(loaded);
-    return [type, typeof again === 'string' ? new TextEncoder().encode(again) : new Uint8Array(again), loaded];
+    const row = compactMessageRow(type, typeof again === 'string' ? new TextEncoder().encode(again) : new Uint8Array(again), message.id as string);
+    return [row.type, row.value, loaded];
   }
 
   #remember(log: ThreadLog, seq: number, message: BaseMessage, messageId: string): void {
