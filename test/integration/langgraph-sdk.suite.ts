@@ -10,6 +10,7 @@ import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../h
 import { waitFor } from '../helpers/wait-for.js';
 
 type Json = Record<string, any>;
+const CAROL = { id: 'carol', token: 'carol-token-0123456789' };
 
 /**
  * A fake chat model: answers "Echo: <text>" word by word. A person's text with `[hold]`
@@ -90,7 +91,12 @@ export function langgraphSdkSuite(backend: () => Backend): void {
   let bob: Client;
 
   beforeAll(async () => {
-    server = await startTestServer(backend(), { models: () => new GatedModel({}), environment: { VIGIL_CORS_ORIGINS: 'http://ui.example' }, langgraph: { heartbeatMs: 50 } });
+    server = await startTestServer(backend(), {
+      models: () => new GatedModel({}),
+      // Carol: a third person who uses nothing but what a test gives her (her default agent unmade).
+      environment: { VIGIL_CORS_ORIGINS: 'http://ui.example', VIGIL_AUTH_TOKENS: `${ALICE.id}:${ALICE.token},${BOB.id}:${BOB.token},${CAROL.id}:${CAROL.token}` },
+      langgraph: { heartbeatMs: 50 },
+    });
     // The SDK's two ways to authenticate: x-api-key (apiKey) and a bearer header.
     alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
     bob = new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: { Authorization: `Bearer ${BOB.token}` }, callerOptions: { maxRetries: 0 } });
@@ -221,6 +227,22 @@ export function langgraphSdkSuite(backend: () => Backend): void {
   });
 
   describe('crons ↔ schedules', () => {
+    it('a refused cron or run, or a search for crons, writes nothing: no default agent is made for it', async () => {
+      const carol = new Client({ apiUrl: server.url, apiKey: CAROL.token, callerOptions: { maxRetries: 0 } });
+      const agentIds = async () => (await server.services.agents.list(CAROL.id)).map((agent) => agent.id);
+      const thread = await alice.threads.create();
+      const task = { messages: [{ type: 'human', content: 'x' }] };
+      expect(await statusOf(carol.crons.createForThread(thread.thread_id, 'agent', { schedule: '* * * * *', input: task }))).toBe(404);
+      expect(await statusOf(carol.crons.create('agent', { schedule: 'not a cron', input: task }))).toBe(400);
+      expect(await statusOf(carol.crons.create('agent', { schedule: '* * * * *', input: { messages: [] } }))).toBe(400);
+      expect(await carol.crons.search({ assistantId: 'agent' })).toEqual([]);
+      expect(await statusOf(carol.runs.wait(thread.thread_id, 'agent', { input: task }))).toBe(404);
+      expect(await agentIds()).toEqual([]);
+      // A cron that is made does make it, as any first use does.
+      await carol.crons.create('agent', { schedule: '* * * * *', input: task });
+      expect(await agentIds()).toContain('default');
+    });
+
     it('create on a thread and stateless, search, pause, delete; another user gets 404 (I12)', async () => {
       const thread = await alice.threads.create();
       const onThread = await alice.crons.createForThread(thread.thread_id, 'agent', { schedule: '0 9 * * 1', timezone: 'Europe/Berlin', input: { messages: [{ type: 'human', content: 'Weekly summary' }] } });

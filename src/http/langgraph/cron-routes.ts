@@ -6,7 +6,7 @@ import { nextFireAfter, scheduleTimingSchema } from '../../domain/schedules/sche
 import type { ScheduleRecord } from '../../app/schedules/schedule-ports.js';
 import type { ScheduleService } from '../../app/schedules/schedule-service.js';
 import { anyObject, errorBody, threadIdParams } from './protocol-schemas.js';
-import { resolveAssistant, selectFields, type ProtocolContext } from './protocol-threads.js';
+import { findAssistant, resolveAssistant, selectFields, type ProtocolContext } from './protocol-threads.js';
 
 /**
  * Crons ↔ vigil schedules. A cron's input message becomes the schedule's task: at each
@@ -102,12 +102,16 @@ function toCron(schedule: ScheduleRecord): Record<string, unknown> {
 
 export function cronRoutes(context: ProtocolContext, schedules: ScheduleService): FastifyPluginAsyncZod {
   const create = async (userId: string, body: CronBody, threadId: string | undefined) => {
+    // Everything that can refuse the cron first: resolving `agent` makes the person's
+    // default agent on first use, which a refused request must not leave behind.
     refuseUnsupported(body);
-    const agent = await resolveAssistant(context, userId, body.assistant_id);
     const task = taskOf(body.input);
+    const timing = timingOf(body.schedule, body.timezone);
+    if (threadId) await context.deps.conversations.getThread(userId, threadId);
+    const agent = await resolveAssistant(context, userId, body.assistant_id);
     const schedule = await schedules.create(userId, {
       name: task.slice(0, 80),
-      timing: timingOf(body.schedule, body.timezone),
+      timing,
       agentId: agent.id,
       target: threadId ? 'thread' : 'new_thread',
       ...(threadId ? { threadId } : {}),
@@ -144,7 +148,8 @@ export function cronRoutes(context: ProtocolContext, schedules: ScheduleService)
       if (body.metadata && Object.keys(body.metadata).length > 0) throw new VigilError('UNSUPPORTED_OPTION', 'crons carry no client metadata in vigil');
       let found = (await schedules.list(userId)).filter((schedule) => schedule.timing.kind === 'cron');
       if (body.assistant_id) {
-        const agentId = (await resolveAssistant(context, userId, body.assistant_id).catch(() => undefined))?.id;
+        // A search only reads: the default agent an alias names is looked up, never made.
+        const agentId = (await findAssistant(context, userId, body.assistant_id))?.id;
         found = found.filter((schedule) => schedule.agentId === agentId);
       }
       if (body.thread_id) found = found.filter((schedule) => schedule.threadId === body.thread_id);

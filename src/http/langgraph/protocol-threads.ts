@@ -1,5 +1,6 @@
 import type { AgentRecord, RunRecord, StoredMessage, ThreadRecord } from '../../app/ports.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
+import { DEFAULT_AGENT_ID } from '../../app/agent-service.js';
 import type { HttpDependencies } from '../http-dependencies.js';
 import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
 import { DEFAULT_GRAPH_ALIASES, threadMetadata, toInterrupt, toThread, type ThreadStatus } from './convert.js';
@@ -24,6 +25,16 @@ export async function resolveAssistant(context: ProtocolContext, userId: string,
     if (isVigilError(error) && error.code === 'AGENT_NOT_FOUND' && DEFAULT_GRAPH_ALIASES.has(assistantId)) return context.deps.agents.getOrCreateDefault(userId);
     throw error;
   }
+}
+
+/** The user's agent for an assistant id, without making the default one: undefined when there is none. */
+export async function findAssistant(context: ProtocolContext, userId: string, assistantId: string): Promise<AgentRecord | undefined> {
+  const find = (agentId: string) =>
+    context.deps.agents.get(userId, agentId).catch((error: unknown) => {
+      if (isVigilError(error) && error.code === 'AGENT_NOT_FOUND') return undefined;
+      throw error;
+    });
+  return (await find(assistantId)) ?? (DEFAULT_GRAPH_ALIASES.has(assistantId) ? find(DEFAULT_AGENT_ID) : undefined);
 }
 
 /** Every message a person sees on the thread (I2), oldest first. */

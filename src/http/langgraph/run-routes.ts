@@ -136,7 +136,6 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     if (decisions && threadId === null) throw new VigilError('UNSUPPORTED_OPTION', 'a stateless run has nothing to resume');
     const content = decisions ? undefined : contentOf(body.input);
     const metadata = clientMetadata(body.metadata);
-    const agent = await resolveAssistant(context, userId, body.assistant_id);
     let existing: ThreadRecord | undefined;
     if (threadId !== null) {
       if (body.on_completion !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'on_completion applies to stateless runs only');
@@ -162,6 +161,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     if (busy && strategy === 'reject') throw new VigilError('THREAD_BUSY', `a run is in progress on thread "${threadId}" (multitask_strategy "reject"; "enqueue" waits for it, "interrupt" cancels it)`);
     // threadId is set: a stateless run with decisions was refused above.
     const decide = decisions ? await decider(userId, threadId!, decisions) : undefined;
+    // Resolved once nothing above can refuse the run: `agent` makes the default agent on first use.
+    const agent = await resolveAssistant(context, userId, body.assistant_id);
 
     let thread: ThreadRecord;
     if (threadId === null) {
