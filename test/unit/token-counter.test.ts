@@ -20,6 +20,26 @@ describe('token counts (I14)', () => {
     }
   });
 
+  it('equal the encoder\'s count for long texts of many paragraphs, counted paragraph by paragraph, a paragraph changed between counts', () => {
+    const encoder = new Tiktoken(cl100kBase);
+    const counter = new TokenCounter();
+    const next = random(7);
+    const paragraph = () => {
+      let text = '';
+      const parts = 5 + Math.floor(next() * 30);
+      for (let index = 0; index < parts; index++) text += PARTS[Math.floor(next() * PARTS.length)];
+      return text;
+    };
+    const paragraphs = Array.from({ length: 12 }, paragraph);
+    for (let round = 0; round < 300; round++) {
+      // Mostly the same paragraphs, one changed each round (a system prompt with a new nonce).
+      paragraphs[Math.floor(next() * paragraphs.length)] = paragraph();
+      const text = paragraphs.join(['\n', '\n\n', '\r\n', ' \n', '\n '][round % 5]!);
+      expect(text.length).toBeGreaterThan(200);
+      expect(counter.text(text), JSON.stringify(text)).toBe(encoder.encode(text, [], []).length);
+    }
+  });
+
   it('a message counted before answers its count again; one whose content was replaced, or a copy with other content, is counted afresh', () => {
     const counter = new TokenCounter();
     const fresh = () => new TokenCounter();

@@ -45,6 +45,49 @@ const pieceCounts = new Map<string, number>();
 const MAX_PIECES = 100_000;
 
 function countText(text: string): number {
+  return text.length < SEGMENTED_MIN_LENGTH ? countPieces(text) : countSegments(text);
+}
+
+/**
+ * A long text counted paragraph by paragraph, each paragraph's count remembered.
+ *
+ * Why: a call's system prompt is a new text every turn (the run's nonce, recalled memories)
+ * but mostly the same paragraphs (the agent's prompt, the rules); scanning it piece by
+ * piece was the larger part of fitting a turn's context. A text splits into exactly the
+ * same pieces on either side of a run of line breaks followed by a character that is not
+ * whitespace: no piece of the pattern reads past such a run (line breaks end the piece
+ * they are in, and a piece never starts with one and goes on to a letter), so the count
+ * is the sum of the segments' counts.
+ */
+const SEGMENTED_MIN_LENGTH = 200;
+const SEGMENT_CACHE_MIN_LENGTH = 48;
+const SEGMENT_END = /[\r\n]+(?=\S)/g;
+const segmentCounts = new Map<string, number>();
+const MAX_SEGMENTS = 4_096;
+
+function countSegments(text: string): number {
+  let total = 0;
+  let start = 0;
+  for (const match of text.matchAll(SEGMENT_END)) {
+    const end = match.index + match[0].length;
+    total += countSegment(text.slice(start, end));
+    start = end;
+  }
+  return total + countSegment(text.slice(start));
+}
+
+function countSegment(segment: string): number {
+  if (segment.length < SEGMENT_CACHE_MIN_LENGTH) return countPieces(segment);
+  let count = segmentCounts.get(segment);
+  if (count === undefined) {
+    count = countPieces(segment);
+    if (segmentCounts.size >= MAX_SEGMENTS) segmentCounts.delete(segmentCounts.keys().next().value!);
+    segmentCounts.set(segment, count);
+  }
+  return count;
+}
+
+function countPieces(text: string): number {
   let total = 0;
   for (const match of text.matchAll(piecePattern)) {
     const piece = match[0];
