@@ -169,6 +169,36 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(toolResults(model.requests[2]!).at(-1)!.content).toContain('already made 1 times');
   });
 
+  /** Every tool call the model made has its result, and every result answers a call (what providers require). */
+  function expectWellFormed(request: RecordedRequest): void {
+    const calls = request.messages.flatMap((message) => (message.role === 'assistant' ? ((message.tool_calls ?? []) as Json[]).map((call) => call.id as string) : []));
+    const answered = toolResults(request).map((message) => message.tool_call_id as string);
+    expect(answered.sort()).toEqual(calls.sort());
+  }
+
+  it('I9: a tool call whose arguments are not valid JSON is answered with an error result (the model told why), counted as a step, and closed', async () => {
+    respond((request) => (lastOf(request).role === 'tool' ? { text: 'Sorry, let me fix that.' } : { toolCalls: [{ id: 'call_broken', name: 'current_time', arguments: 'timeZone=UTC' }] }));
+    const threadId = await threadOf(await agentWith());
+    const body = await say(threadId, 'What time is it, broken?');
+    expect(body.run.status).toBe('succeeded');
+    expect(model.requests).toHaveLength(2);
+    expectWellFormed(model.requests[1]!);
+    const [result] = toolResults(model.requests[1]!);
+    expect(result).toMatchObject({ tool_call_id: 'call_broken' });
+    expect(result!.content).toContain('not valid JSON');
+    expect(body.messages.at(-1).content).toBe('Sorry, let me fix that.');
+    // A model that only ever sends broken calls ends at the turn's step bound (I9), and the next turn's input is well-formed.
+    respond((request) => (isPerson(request, 'And now?') ? { text: 'Fine.' } : { toolCalls: [{ id: `call_${randomUUID().slice(0, 6)}`, name: 'current_time', arguments: 'oops: {' }] }));
+    const looping = await threadOf(await agentWith({ tools: { maxSteps: 2 } }));
+    const bounded = await say(looping, 'Loop on broken calls');
+    expect(bounded.run).toMatchObject({ status: 'succeeded', reason: 'the turn reached its tool step limit' });
+    expect(model.requests).toHaveLength(3); // 2 tool steps, then one call offered no tools
+    expect(model.requests[2]!.body.tools).toBeUndefined();
+    await say(looping, 'And now?');
+    expect(model.requests).toHaveLength(4);
+    for (const request of model.requests) expectWellFormed(request);
+  });
+
   // ---------- approvals (I16) ----------
   /** The run that resumed a waiting one carries its correlation id. */
   const resumes = (candidate: Json, waiting: Json) => candidate.id !== waiting.id && candidate.correlationId === waiting.correlationId;

@@ -32,7 +32,8 @@ export interface ToolLoopDependencies {
   logger: Logger;
 }
 
-type ToolCall = { id?: string; name: string; args: Record<string, unknown> };
+/** `invalid`: why the model's arguments could not be read (LangChain's invalid_tool_calls); such a call is answered, never run. */
+type ToolCall = { id?: string; name: string; args: Record<string, unknown>; invalid?: string };
 
 export type { ToolApprovalInterrupt } from '../tools/tool-approval.js';
 
@@ -57,7 +58,7 @@ export class ToolLoop {
   /** After the model: its tool calls go to the tools node, within the turn's step bound (I9). */
   async route(messages: readonly BaseMessage[], run: ActiveRunSettings): Promise<'tools' | 'end'> {
     const last = messages.at(-1);
-    if (!last || !AIMessage.isInstance(last) || !last.tool_calls?.length) return 'end';
+    if (!last || !AIMessage.isInstance(last) || callsOf(last).length === 0) return 'end';
     const tools = await this.deps.tools.forAgent(run.userId, run.agentId);
     if (!tools) return 'end';
     return toolStepsOfTurn(messages) > tools.settings.maxSteps ? 'end' : 'tools';
@@ -68,8 +69,9 @@ export class ToolLoop {
     const run = runSettingsOf(config);
     const log = this.deps.logger.child({ threadId: run.threadId, runId: run.runId });
     const last = messages.at(-1);
-    if (!last || !AIMessage.isInstance(last) || !last.tool_calls?.length || !last.id) return [];
-    const calls = last.tool_calls.map((call) => ({ id: call.id ?? randomUUID(), name: call.name, args: (call.args ?? {}) as Record<string, unknown> }));
+    if (!last || !AIMessage.isInstance(last) || !last.id) return [];
+    const calls = callsOf(last).map((call) => ({ ...call, id: call.id ?? randomUUID() }));
+    if (calls.length === 0) return [];
     const tools = await this.deps.tools.forAgent(run.userId, run.agentId, run);
     if (!tools) return calls.map((call) => toolMessage(call, 'the agent no longer exists', 'error', { status: 'failed' }));
     const attended = isAttended(run.trigger);
@@ -101,6 +103,9 @@ export class ToolLoop {
 
   private plan(call: ToolCall & { id: string }, tools: RunTools, attended: boolean, earlier: Map<string, number>): CallPlan {
     const mode = toolModeFor(tools.settings, call.name, attended);
+    if (call.invalid !== undefined) {
+      return { call, mode, status: 'invalid', refusal: `the arguments of this ${call.name} call are not valid JSON (${call.invalid}); it was not run. Call it again with a JSON object as its arguments.` };
+    }
     if (!tools.toolbox.has(call.name)) return { call, mode, refusal: `there is no tool named "${call.name}"` };
     if (mode === 'deny') return { call, mode, refusal: `the tool "${call.name}" is not permitted for this agent` };
     const repeats = earlier.get(toolCallSignature(call.name, call.args)) ?? 0;
@@ -112,7 +117,7 @@ export class ToolLoop {
 
   private async execute(plan: CallPlan, tools: RunTools, record: ApprovalRecord | undefined, config: RunnableConfig, log: Logger): Promise<ToolMessage> {
     const { call } = plan;
-    if (plan.refusal !== undefined) return toolMessage(call, plan.refusal, 'error', { status: 'refused' });
+    if (plan.refusal !== undefined) return toolMessage(call, plan.refusal, 'error', { status: plan.status ?? 'refused' });
     if (plan.mode !== 'ask') return this.invoke(call, call.args, tools, config, log);
     const outcome = await runApprovedCall(this.deps.approvals!, record, call.args, async (args) => {
       const result = await this.invoke(call, args, tools, config, log);
@@ -139,6 +144,8 @@ interface CallPlan {
   call: ToolCall & { id: string };
   mode: ToolMode;
   refusal?: string;
+  /** The recorded status of a refused call, when not `refused`. */
+  status?: string;
 }
 
 function toolMessage(call: ToolCall & { id: string }, content: string, status: 'success' | 'error', meta: { status: string; approvalId?: string; args?: Record<string, unknown> }): ToolMessage {
@@ -161,16 +168,38 @@ function turnOf(messages: readonly BaseMessage[]): readonly BaseMessage[] {
   return messages.slice(start);
 }
 
+/**
+ * A reply's tool calls, those whose arguments LangChain could not parse (invalid_tool_calls)
+ * included: they are answered like any other call, and count toward the turn's bounds (I9),
+ * or a model that keeps sending unreadable calls would never be stopped.
+ */
+function callsOf(message: AIMessage): ToolCall[] {
+  const valid: ToolCall[] = (message.tool_calls ?? []).map((call) => ({ ...(call.id ? { id: call.id } : {}), name: call.name, args: (call.args ?? {}) as Record<string, unknown> }));
+  // The unreadable text is kept (shown in history, redacted, and part of the call's signature for maxIdenticalCalls).
+  const invalid: ToolCall[] = (message.invalid_tool_calls ?? []).map((call) => ({
+    ...(call.id ? { id: call.id } : {}),
+    name: call.name ?? 'unknown',
+    args: { invalid_arguments: (call.args ?? '').slice(0, 500) },
+    invalid: (call.error ?? 'unparseable arguments').slice(0, 200),
+  }));
+  return [...valid, ...invalid];
+}
+
+const hasCalls = (message: BaseMessage): boolean => {
+  const fields = message as Partial<AIMessage>;
+  return (fields.tool_calls?.length ?? 0) > 0 || (fields.invalid_tool_calls?.length ?? 0) > 0;
+};
+
 /** How many model replies of this turn asked for tools. */
 export function toolStepsOfTurn(messages: readonly BaseMessage[]): number {
-  return turnOf(messages).filter((message) => AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0).length;
+  return turnOf(messages).filter((message) => AIMessage.isInstance(message) && hasCalls(message)).length;
 }
 
 function signaturesOfTurn(messages: readonly BaseMessage[]): Map<string, number> {
   const counts = new Map<string, number>();
   for (const message of turnOf(messages)) {
     if (!AIMessage.isInstance(message)) continue;
-    for (const call of message.tool_calls ?? []) {
+    for (const call of callsOf(message)) {
       const signature = toolCallSignature(call.name, call.args ?? {});
       counts.set(signature, (counts.get(signature) ?? 0) + 1);
     }
@@ -181,21 +210,28 @@ function signaturesOfTurn(messages: readonly BaseMessage[]): Map<string, number>
 /**
  * The model's input with every tool call answered: a call left without a result (a person
  * wrote while it waited for approval, which supersedes it; or a bound ended the turn) gets
- * a result saying so, right after the message that made it, as providers require. For the
- * model call only: the saved history keeps what happened.
+ * a result saying so, right after the message that made it, as providers require. A call
+ * whose arguments were not valid JSON (invalid_tool_calls) is shown to the model as a call
+ * with empty arguments, so that its error result answers a call the provider knows of (a
+ * provider's converter sends only `tool_calls`). For the model call only: the saved history
+ * keeps what happened.
  */
 export function closeDanglingToolCalls(messages: readonly BaseMessage[]): BaseMessage[] {
   // Most threads: no tool call at all, or none left open; one cheap pass says so (a
   // property read per message: on a long thread, isInstance per message cost more than
   // the rest of the model call's preparation). The list is handed on as it is: nothing
   // downstream changes it.
-  if (!messages.some((message) => ((message as Partial<AIMessage>).tool_calls?.length ?? 0) > 0)) return messages as BaseMessage[];
+  if (!messages.some(hasCalls)) return messages as BaseMessage[];
   const answered = new Set(messages.filter(ToolMessage.isInstance).map((message) => message.tool_call_id));
   const result: BaseMessage[] = [];
-  for (const [index, message] of messages.entries()) {
+  for (const [index, original] of messages.entries()) {
+    if (!AIMessage.isInstance(original) || !hasCalls(original)) {
+      result.push(original);
+      continue;
+    }
+    const message = withInvalidCallsAsCalls(original);
     result.push(message);
-    if (!AIMessage.isInstance(message) || !message.tool_calls?.length) continue;
-    const open = message.tool_calls.filter((call) => call.id && !answered.has(call.id));
+    const open = message.tool_calls!.filter((call) => call.id && !answered.has(call.id));
     if (open.length === 0) continue;
     const laterHuman = messages.slice(index + 1).some((later) => later.getType() === 'human');
     for (const call of open) {
@@ -208,9 +244,23 @@ export function closeDanglingToolCalls(messages: readonly BaseMessage[]): BaseMe
   return result;
 }
 
+function withInvalidCallsAsCalls(message: AIMessage): AIMessage {
+  const invalid = (message.invalid_tool_calls ?? []).filter((call) => call.id);
+  if (invalid.length === 0) return message;
+  return new AIMessage({
+    ...(message.id ? { id: message.id } : {}),
+    content: message.content,
+    name: message.name,
+    additional_kwargs: message.additional_kwargs,
+    response_metadata: message.response_metadata,
+    tool_calls: [...(message.tool_calls ?? []), ...invalid.map((call) => ({ id: call.id!, name: call.name ?? 'unknown', args: {}, type: 'tool_call' as const }))],
+    invalid_tool_calls: [],
+  });
+}
+
 /** Why a chat run stopped early (I9): its last reply still asks for tools, so a bound ended the turn. */
 export function toolLoopEndReason(values: unknown): string | null {
   const messages = (values as { messages?: unknown } | null)?.messages;
   const last = Array.isArray(messages) ? (messages.at(-1) as BaseMessage | undefined) : undefined;
-  return last && AIMessage.isInstance(last) && (last.tool_calls?.length ?? 0) > 0 ? 'the turn reached its tool step limit' : null;
+  return last && AIMessage.isInstance(last) && hasCalls(last) ? 'the turn reached its tool step limit' : null;
 }
