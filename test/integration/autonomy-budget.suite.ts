@@ -55,5 +55,36 @@ export function autonomyBudgetSuite(backend: () => Backend): void {
       const used = await new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
       expect(used).toBe(calls);
     });
+
+    it('I5, I16: a follow-up resumed after its tool call was approved pays for its model calls, a retried one included: one unit per call made', async () => {
+      const prompt = TRIGGER_PROMPTS.check_in;
+      let failedOnce = false;
+      model.reset();
+      model.respondWith((request) => {
+        if (!JSON.stringify(request.messages).includes(prompt)) return { text: 'Noted.' };
+        const sinceLastHuman = request.messages.slice(request.messages.map((message) => message.role).lastIndexOf('user') + 1);
+        if (!sinceLastHuman.some((message) => message.role === 'tool')) return { toolCalls: [{ id: 'call_note', name: 'memory_write', arguments: { content: 'likes tea' } }] };
+        if (!failedOnce) {
+          failedOnce = true;
+          return { status: 500, errorMessage: 'transient' };
+        }
+        return { text: 'Noted your tea.' };
+      });
+      const agentId = `b-${randomUUID().slice(0, 8)}`;
+      // memory_write asks when nobody watches (the default): the follow-up waits for a person.
+      const autonomy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, modelCallsPerDay: 10 };
+      expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'tools', autonomy } })).status).toBe(201);
+      const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id as string;
+      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Hi' } })).status).toBe(200);
+      const runs = async () => ((await server.request('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Json[]).filter((run) => run.trigger === 'autonomy');
+      await waitFor(async () => (await runs()).some((run) => run.status === 'interrupted'), 20_000, 'the follow-up to wait for approval');
+      const [approval] = (await server.request('GET', `/api/approvals?threadId=${threadId}`)).body.approvals as Json[];
+      expect((await server.request('POST', `/api/approvals/${approval!.id}/decision`, { body: { decision: 'approve' } })).status).toBe(200);
+      await waitFor(async () => (await runs()).some((run) => run.status === 'succeeded'), 20_000, 'the resumed follow-up to end');
+      const calls = model.requestsMentioning(prompt).length; // the tool call; after the approval, the failed step and the retried one
+      expect(calls).toBe(3);
+      const used = await new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
+      expect(used).toBe(calls);
+    });
   });
 }

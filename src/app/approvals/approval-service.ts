@@ -239,6 +239,10 @@ export class ApprovalService implements ApprovalGate {
       agent,
       input: null,
       whenBusy: 'wait',
+      // Nothing is reserved for the resumed run ahead (its admission checks the step, not the
+      // budget): each of its model calls, a retry's included, reserves the agent's daily
+      // autonomy budget as it comes when the run is one of autonomy's (I5).
+      firstCallPrepaid: false,
       // Under the thread's lock: resume only if the checkpoint still waits on this step (a
       // repeated delivery, or a person's message in between, finds nothing to resume).
       admit: async (admitted) => ((await this.deps.waitingStep(agent, admitted)) === record.messageId ? { admitted: true } : { admitted: false, reason: 'not_waiting' }),

@@ -163,8 +163,9 @@ export class RunExecution {
    */
   private attemptConfig(): RunnableConfig {
     const config = runConfig(this.settings);
-    // The attempt's first model call is paid already: by the run's admission, or by beforeRetry (I5).
-    const prepaid: PrepaidModelCall = { remaining: 1 };
+    // The attempt's first model call is paid already: by the run's admission, or by beforeRetry
+    // (I5); unless the request says nothing paid ahead, when each call pays its way.
+    const prepaid: PrepaidModelCall = { remaining: this.request.firstCallPrepaid === false ? 0 : 1 };
     return { ...config, configurable: { ...config.configurable, [HOLD_SUPERSEDED_WRITES]: true, [PREPAID_MODEL_CALL]: prepaid }, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
   }
 

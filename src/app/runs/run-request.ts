@@ -24,6 +24,13 @@ export interface RunRequest {
    * what input. `signal` is aborted if a person's message already asked to pre-empt it.
    */
   admit?: (context: RunContext, signal: AbortSignal) => Promise<Admission>;
+  /**
+   * Whether each attempt's first model call is paid already (by `admit` or `beforeRetry`);
+   * true unless said otherwise. False: nothing reserved ahead, so every model call of a
+   * budgeted run (BUDGETED_TRIGGERS) reserves its own as it comes (a run resumed after an
+   * approval, whose waiting run's admission paid only for the calls made before it, I5).
+   */
+  firstCallPrepaid?: boolean;
   /** Called before each retry of a failed model call (a retry is a model call too, I5); false stops retrying. */
   beforeRetry?: (retry: number) => Promise<boolean>;
   /**
