@@ -258,7 +258,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       coordinator,
       clock,
       logger,
-      validate: (userId, agentId, tool, args) => chatTools.validate(userId, agentId, tool, args),
+      validate: (run, tool, args) => chatTools.validate(run, tool, args),
       waitingStep: waitingStepReader(graphs, config.model),
     });
     approvals = approvalService;

@@ -629,6 +629,27 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(again.body.error.code).toBe('TIMER_NOT_PENDING');
   });
 
+  it('I16: a check-in call that asks is edited like any tool: it runs with exactly the edited arguments; invalid ones are refused with 400', async () => {
+    setsCheckIn(600, 'ask how the run went');
+    const agentId = await agentWith({ autonomy: quietPolicy, tools: { approval: { schedule_check_in: { attended: 'ask' } } } });
+    const threadId = await threadOf(agentId);
+    const { run } = await say(threadId, 'Remind me about my run');
+    expect(run.status).toBe('interrupted');
+    const [approval] = await approvalsOf(threadId);
+    expect(approval).toMatchObject({ status: 'pending', tool: 'schedule_check_in', arguments: { in_seconds: 600, reason: 'ask how the run went' } });
+    const invalid = await decide(approval!.id, { decision: 'edit', arguments: { in_seconds: 1200 } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.code).toBe('APPROVAL_ARGUMENTS_INVALID');
+    expect(invalid.body.error.message).toContain('reason');
+    const edited = await decide(approval!.id, { decision: 'edit', arguments: { in_seconds: 1200, reason: 'ask about the marathon' } });
+    expect(edited.status, JSON.stringify(edited.body)).toBe(200);
+    expect(edited.body).toMatchObject({ status: 'edited', editedArguments: { in_seconds: 1200, reason: 'ask about the marathon' } });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    const checkInsNow = (await checkIns(threadId, 'pending')).body.checkIns as Json[];
+    expect(checkInsNow.map((checkIn) => checkIn.reason)).toEqual(['ask about the marathon']);
+    expect((await server.request('GET', `/api/approvals/${approval!.id}`)).body).toMatchObject({ status: 'edited', executed: true });
+  });
+
   it('a check-in outside the policy (autonomy off, beyond the horizon) is refused and the model is told why', async () => {
     setsCheckIn(1, 'too soon to matter');
     const threadId = await threadOf(await agentWith());

@@ -30,10 +30,14 @@ export class ChatToolboxSource {
     return { toolbox, settings };
   }
 
-  /** Why edited arguments do not fit the tool, or null (the approval API's check). */
-  async validate(userId: string, agentId: string, tool: string, args: Record<string, unknown>): Promise<string | null> {
-    const tools = await this.forAgent(userId, agentId);
-    if (!tools) return `no agent "${agentId}"`;
+  /**
+   * Why edited arguments do not fit the tool, or null (the approval API's check). With the
+   * run that asked, whose thread's tools (check-ins) exist only within a run: without it an
+   * edit of a check-in call would be refused as a call of an unknown tool.
+   */
+  async validate(run: { userId: string; agentId: string; threadId: string; runId: string }, tool: string, args: Record<string, unknown>): Promise<string | null> {
+    const tools = await this.forAgent(run.userId, run.agentId, { threadId: run.threadId, runId: run.runId });
+    if (!tools) return `no agent "${run.agentId}"`;
     return tools.toolbox.validate(tool, args);
   }
 }

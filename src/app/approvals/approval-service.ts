@@ -26,8 +26,11 @@ export interface ApprovalServiceDependencies {
   coordinator: RunCoordinator;
   clock: Clock;
   logger: Logger;
-  /** Why edited arguments do not fit the tool's schema, or null. */
-  validate: (userId: string, agentId: string, tool: string, args: Record<string, unknown>) => Promise<string | null>;
+  /**
+   * Why edited arguments do not fit the tool's schema, or null. Given the run that asked:
+   * some tools exist only within a run's thread (the check-in tools).
+   */
+  validate: (run: { userId: string; agentId: string; threadId: string; runId: string }, tool: string, args: Record<string, unknown>) => Promise<string | null>;
   /** The id of the model message whose tool step the thread's checkpoint waits on, or null. */
   waitingStep: (agent: AgentRecord, context: RunContext) => Promise<string | null>;
 }
@@ -127,7 +130,7 @@ export class ApprovalService implements ApprovalGate {
     const status = statusOfDecision(body.decision);
     if (record.status !== 'pending') return sameDecisionOrConflict(record, status, body);
     if (body.decision === 'edit') {
-      const problem = await this.deps.validate(record.userId, record.agentId, record.tool, body.arguments ?? {});
+      const problem = await this.deps.validate(record, record.tool, body.arguments ?? {});
       if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { tool: record.tool, problem } });
     }
     const decided = await this.deps.repository.decide(id, {
