@@ -70,6 +70,14 @@ export function approvalRepositoryContract(name: string, open: () => Promise<Sql
       expect(await approvals.decide(request.id, { status: 'expired', decidedBy: 'system', channel: 'system', decidedAt: at(2) })).toBeUndefined();
     });
 
+    it('I16: a decision made at or after the deadline does not win, in the same update; before it, it does', async () => {
+      const late = newApproval();
+      await approvals.request([late]);
+      expect(await approvals.decide(late.id, { status: 'approved', decidedBy: late.userId, channel: 'api', decidedAt: at(60), beforeDeadline: at(60) })).toBeUndefined();
+      expect((await approvals.getById(late.id))?.status).toBe('pending');
+      expect(await approvals.decide(late.id, { status: 'approved', decidedBy: late.userId, channel: 'api', decidedAt: at(59), beforeDeadline: at(59) })).toMatchObject({ status: 'approved' });
+    });
+
     it('I12: another user never reads a request; the owner lists theirs newest first', async () => {
       const older = newApproval({ requestedAt: at(1) });
       const newer = newApproval({ userId: older.userId, requestedAt: at(2) });

@@ -320,6 +320,21 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect((await server.request('GET', `/api/approvals/${id}`)).body.status).toBe('approved');
   });
 
+  it('I16, I11: a decision after the deadline, before the expiry job ran, is refused with 409: the request is recorded as expired and the run goes on', async () => {
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    // The deadline passes while its job has not run yet (it is due a day from now).
+    const { db } = (server.storage as SqlStorage).context;
+    await (db as any).updateTable('tool_approvals').set({ expires_at: new Date(Date.now() - 1_000).toISOString() }).where('id', '=', id).execute();
+    const late = await decide(id, { decision: 'approve' });
+    expect(late.status, JSON.stringify(late.body)).toBe(409);
+    expect(late.body.error.code).toBe('APPROVAL_ALREADY_DECIDED');
+    expect((await server.request('GET', `/api/approvals/${id}`)).body).toMatchObject({ status: 'expired', decidedBy: 'system', channel: 'system', executed: false });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(toolResults(lastRequest()).at(-1)!.content).toContain('Nobody answered');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
   it('I12, I11: another user can neither see nor decide a request (404); bad input gets a stable code', async () => {
     const { threadId, approvals } = await waitingApproval();
     const id = approvals[0]!.id as string;

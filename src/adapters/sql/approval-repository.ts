@@ -113,8 +113,8 @@ export class SqlApprovalRepository implements ApprovalRepository {
   }
 
   async decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined> {
-    // The first decision wins: only a pending request changes (I16).
-    const row = await this.#db
+    // The first decision wins: only a pending request changes (I16); a person's, only before its deadline.
+    let query = this.#db
       .updateTable('tool_approvals')
       .set({
         status: decision.status,
@@ -125,9 +125,9 @@ export class SqlApprovalRepository implements ApprovalRepository {
         edited_arguments: decision.editedArguments ? encodeJson(decision.editedArguments) : null,
       })
       .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .returningAll()
-      .executeTakeFirst();
+      .where('status', '=', 'pending');
+    if (decision.beforeDeadline !== undefined) query = query.where('expires_at', '>', isoForDatabase(decision.beforeDeadline));
+    const row = await query.returningAll().executeTakeFirst();
     return row && toApproval(row);
   }
 

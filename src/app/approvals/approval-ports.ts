@@ -10,6 +10,8 @@ export interface ApprovalDecisionWrite {
   decidedAt: Iso;
   message?: string | null;
   editedArguments?: Record<string, unknown> | null;
+  /** A person's decision counts only while the deadline is later than this (in the same update: a late one never wins). */
+  beforeDeadline?: Iso;
 }
 
 /** The approval records (I16). Every change of status is one conditional update: the first decision wins. */

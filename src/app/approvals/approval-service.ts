@@ -123,12 +123,17 @@ export class ApprovalService implements ApprovalGate {
 
   /**
    * A person's decision. The first decision wins; the same decision again answers the
-   * record as it is; a different one is APPROVAL_ALREADY_DECIDED (409).
+   * record as it is; a different one is APPROVAL_ALREADY_DECIDED (409). A decision after
+   * the deadline comes too late even when the expiry job has not run yet: the request is
+   * expired then and there (I16: silence until the deadline is expiry), and the decision
+   * is refused like any that lost.
    */
   async decide(userId: string, id: string, body: ApprovalDecisionBody, channel: ApprovalChannel = 'api'): Promise<ApprovalRecord> {
     const record = await this.get(userId, id);
     const status = statusOfDecision(body.decision);
     if (record.status !== 'pending') return sameDecisionOrConflict(record, status, body);
+    const now = this.deps.clock.now();
+    if (Date.parse(record.expiresAt) <= now.getTime()) return sameDecisionOrConflict(await this.expireLate(record), status, body);
     if (body.decision === 'edit') {
       const problem = await this.deps.validate(record, record.tool, body.arguments ?? {});
       if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { tool: record.tool, problem } });
@@ -137,11 +142,16 @@ export class ApprovalService implements ApprovalGate {
       status,
       decidedBy: userId,
       channel,
-      decidedAt: this.deps.clock.now().toISOString(),
+      decidedAt: now.toISOString(),
       message: body.message ?? null,
       editedArguments: body.decision === 'edit' ? (body.arguments ?? {}) : null,
+      beforeDeadline: now.toISOString(),
     });
-    if (!decided) return sameDecisionOrConflict((await this.deps.repository.getById(id)) ?? record, status, body);
+    if (!decided) {
+      const current = (await this.deps.repository.getById(id)) ?? record;
+      // Still pending: the deadline passed while the decision was on its way.
+      return sameDecisionOrConflict(current.status === 'pending' ? await this.expireLate(current) : current, status, body);
+    }
     this.deps.logger.info({ threadId: decided.threadId, approvalId: id, status, channel }, 'approval decided');
     this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: status as 'approved' | 'edited' | 'rejected', channel });
     await this.disarmDeadline(decided);
@@ -169,6 +179,13 @@ export class ApprovalService implements ApprovalGate {
     this.emit({ type: 'approval.expired', ...this.eventBase(expired), expiresAt: expired.expiresAt });
     await this.deps.jobs.cancel(APPROVAL_EXPIRING_QUEUE, id).catch(() => false);
     await this.resumeWhenSettled(expired);
+  }
+
+  /** A request found past its deadline before its job ran: expired now; what it became (another caller may have won). */
+  private async expireLate(record: ApprovalRecord): Promise<ApprovalRecord> {
+    await this.expire(record.id);
+    await this.disarmDeadline(record); // its job, due later, has nothing left to do
+    return (await this.deps.repository.getById(record.id)) ?? record;
   }
 
   private async onExpire(job: DueJob): Promise<void> {
