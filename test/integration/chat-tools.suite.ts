@@ -270,6 +270,21 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(model.requests.filter((request) => lastOf(request).role === 'tool')).toHaveLength(1);
   });
 
+  it('I16, I11: an asking call whose arguments do not fit its tool is answered with the validation error; nobody is asked', async () => {
+    respond((request) => (lastOf(request).role === 'tool' ? { text: 'Let me try that again.' } : { toolCalls: [{ id: 'call_unfit', name: 'memory_write', arguments: { content: '   ' } }] }));
+    const agentId = await agentWith(askMemoryWrite);
+    const threadId = await threadOf(agentId);
+    const body = await say(threadId, 'Remember nothing');
+    expect(body.run.status).toBe('succeeded');
+    expect(await approvalsOf(threadId)).toEqual([]);
+    const [result] = toolResults(model.requests.at(-1)!);
+    expect(result).toMatchObject({ tool_call_id: 'call_unfit' });
+    expect(result!.content).toContain('do not fit');
+    expect(result!.content).toContain('content');
+    expect(body.messages.at(-1).content).toBe('Let me try that again.');
+    expect(await memories(agentId)).toEqual([]);
+  });
+
   it('I16: a rejected call never runs; the model reads the person\'s message', async () => {
     const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval();
     expect(run.status).toBe('interrupted');

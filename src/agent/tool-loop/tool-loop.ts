@@ -112,6 +112,12 @@ export class ToolLoop {
     if (repeats >= tools.settings.maxIdenticalCalls) {
       return { call, mode, refusal: `refused: this exact ${call.name} call was already made ${repeats} times in this turn; use its earlier result` };
     }
+    if (mode === 'ask') {
+      // A call that could not run as asked is not put to a person (who could only approve a
+      // failure): the model gets the schema's complaint at once, as an allowed call's would.
+      const problem = tools.toolbox.validate(call.name, call.args);
+      if (problem !== null) return { call, mode, status: 'invalid', refusal: `the arguments do not fit ${call.name}: ${problem}. It was not run and nobody was asked; call it again with arguments that fit.` };
+    }
     return { call, mode };
   }
 
