@@ -71,4 +71,25 @@ export function telegramApprovalsSuite(backend: () => Backend, options: { slowMs
     await waitFor(() => fake.callsOf('answerCallbackQuery').length === 3, waitLong, 'the second answer');
     expect(fake.callsOf('answerCallbackQuery')[2]!.payload.text).toContain('already approved');
   });
+
+  it("I12, I16: a chat's button decides only the chat's own thread's requests: one naming another thread's approval decides nothing", async () => {
+    model.respondWith((request) =>
+      request.messages.at(-1)?.role === 'tool' ? { text: `Done: ${request.messages.at(-1)!.content}` } : { toolCalls: [{ id: 'call_other', name: 'memory_write', arguments: { content: 'likes coffee' } }] },
+    );
+    // The same vigil user's thread outside this chat (the API), waiting for a decision.
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId: 'default' } })).body.id as string;
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Remember coffee' } })).body.run.status).toBe('interrupted');
+    const [other] = (await server.request('GET', `/api/approvals?threadId=${threadId}`)).body.approvals;
+    // A chat of the bot (every chat maps to the same vigil user), with a button press naming that approval.
+    const chatId = 6262;
+    fake.pushMessage({ chatId, text: 'Remember that I like cake' });
+    await waitFor(() => fake.sentTo(chatId).some((sent) => sent.reply_markup !== undefined), waitLong, 'the chat\'s own approval request');
+    const own = fake.callsOf('sendMessage').find((call) => call.payload.chat_id === chatId && call.payload.reply_markup !== undefined)!;
+    const answered = fake.callsOf('answerCallbackQuery').length;
+    fake.pushButton({ chatId, messageId: own.result!.message_id, text: own.payload.text, data: `ap:${other.id}:a` });
+    await waitFor(() => fake.callsOf('answerCallbackQuery').length === answered + 1, waitLong, 'the answer');
+    expect(fake.callsOf('answerCallbackQuery')[answered]!.payload.text).toContain('no longer exists');
+    expect((await server.request('GET', `/api/approvals/${other.id}`)).body.status).toBe('pending');
+    await server.request('POST', `/api/approvals/${other.id}/decision`, { body: { decision: 'reject' } });
+  });
 }

@@ -16,6 +16,8 @@ import type { EventOf } from '../../domain/events.js';
 
 /** What the channel needs of the approvals: a person's decision, through Telegram. */
 export interface TelegramApprovals {
+  /** The owner's request (APPROVAL_NOT_FOUND otherwise): a button decides only its chat's thread's. */
+  get(userId: string, id: string): Promise<ApprovalRecord>;
   decide(userId: string, id: string, body: ApprovalDecisionBody, channel: 'telegram'): Promise<ApprovalRecord>;
 }
 
@@ -380,6 +382,10 @@ export class TelegramChannel {
     }
     let outcome: string;
     try {
+      // Every chat of the bot acts as the same vigil user: ownership alone would let one chat's
+      // button (its data is the client's to send) decide another thread's request (I12).
+      const requested = await this.deps.approvals.get(chat.userId, button.approvalId);
+      if (requested.threadId !== chat.threadId) throw new VigilError('APPROVAL_NOT_FOUND', `no approval "${button.approvalId}" in this chat`);
       const record = await this.deps.approvals.decide(chat.userId, button.approvalId, { decision: button.decision }, 'telegram');
       outcome = `${record.tool}: ${record.status}`;
     } catch (error) {
