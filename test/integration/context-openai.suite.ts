@@ -84,4 +84,37 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     expect(call.inputTokens).toBeLessThanOrEqual(call.inputLimit);
     expect(call.envelopeTokens).toBeNull();
   });
+
+  it('I14: a tool result too large for the budget reaches the provider cut, with its tool call, never as a lone tool result', async () => {
+    const agent = await server.request('POST', '/api/agents', { body: { id: 'digger', name: 'Digger' } });
+    expect(agent.status).toBe(201);
+    // Memories the tool returns, far more than the budget; none shares a word with the person's message.
+    for (let index = 0; index < 5; index++) {
+      const added = await server.request('POST', '/api/agents/digger/memories', { body: { content: `zucchini ${index} ${'harvest tally zucchini '.repeat(120)}` } });
+      expect(added.status).toBe(201);
+    }
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId: 'digger' } })).body.id as string;
+    const before = provider.requests.length;
+    provider.script({ toolCalls: [{ id: 'call_dig', name: 'memory_search', arguments: { query: 'zucchini', limit: 5 } }] });
+    const response = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'What do you have on file?' } });
+    expect(response.status).toBe(200);
+    expect(response.body.run.status).toBe('succeeded');
+
+    const afterTool = provider.requests.slice(before).filter((request) => !isSummary(request)).slice(1);
+    expect(afterTool.length).toBeGreaterThanOrEqual(1);
+    const sent = afterTool[0]!.messages.slice(1); // after the system message
+    expect(sent[0]!.role).not.toBe('tool');
+    const resultAt = sent.findIndex((message) => message.role === 'tool');
+    expect(resultAt).toBeGreaterThan(0);
+    expect(sent[resultAt]!.tool_call_id).toBe('call_dig');
+    expect(sent[resultAt - 1]).toMatchObject({ role: 'assistant', tool_calls: [expect.objectContaining({ id: 'call_dig' })] });
+    expect(String(sent[resultAt]!.content)).toMatch(/\[… cut to fit the context budget\]$/);
+    // Within the budget as that call was fitted (the usage correction of its time).
+    const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=5`)).body.runs as Array<Record<string, any>>;
+    const inputs = runs[0]!.modelInputs as Array<Record<string, any>>;
+    expect(inputs).toHaveLength(afterTool.length + 1);
+    expect(inputs[1]).toMatchObject({ window: { count: sent.length, cut: true } });
+    expect(tokensOf(afterTool[0]!)).toBeLessThanOrEqual(inputs[1]!.inputLimit);
+    expect(inputs[1]!.inputTokens).toBeLessThanOrEqual(inputs[1]!.inputLimit);
+  });
 }

@@ -57,6 +57,26 @@ describe('I14: the context window of one model call', () => {
     }
   });
 
+  it('I14: a newest tool unit that does not fit is cut as a whole: the call stays with its results, never a lone tool result', async () => {
+    const { window, config, run } = setup({ maxTokens: 1000 });
+    const callId = 'call_big';
+    const messages = [
+      human('look it up'),
+      new AIMessage({ id: randomUUID(), content: '', tool_calls: [{ id: callId, name: 'lookup', args: { q: 1 } }, { id: 'call_small', name: 'lookup', args: { q: 2 } }] }),
+      new ToolMessage({ id: randomUUID(), tool_call_id: callId, content: words(3000, 'result') }),
+      new ToolMessage({ id: randomUUID(), tool_call_id: 'call_small', content: 'short result' }),
+    ];
+    const prepared = await window.prepare({ messages, summary: null, summaryCoverage: null }, run, config, { fold: false });
+    const sent = prepared.messages.slice(1);
+    expect(sent.map((message) => message.getType())).toEqual(['ai', 'tool', 'tool']);
+    expect((sent[0] as AIMessage).tool_calls?.map((call) => call.id)).toEqual([callId, 'call_small']);
+    expect(sent.slice(1).map((message) => (message as ToolMessage).tool_call_id)).toEqual([callId, 'call_small']);
+    expect(String(sent[1]!.content)).toMatch(/\[… cut to fit the context budget\]$/);
+    expect(sent[2]!.content).toBe('short result');
+    expect(prepared.report.messages.window.map((entry) => entry.cut)).toEqual([false, true, false]);
+    expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+  });
+
   it("keeps a person's message first for Anthropic models", async () => {
     const messages = [human(words(200, 'old')), ai(words(200, 'a1')), ai(words(200, 'a2')), human(words(30, 'new')), ai(words(30, 'a3')), human('last')];
     const open = setup({ maxTokens: 1000 });

@@ -6,7 +6,7 @@ import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.
 import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, type ContextBudget } from '../../domain/context/context-settings.js';
 import { modelInputRecordOf, type ContextReport, type ModelInputRecord } from '../../domain/context/context-report.js';
 import { withSummarySection, type SummaryCoverage } from '../../domain/context/conversation-summary.js';
-import { fitWindow, planFold, type FitItem, type FitKind } from '../../domain/context/fit-window.js';
+import { fitWindow, planFold, unitsOf, type FitItem, type FitKind } from '../../domain/context/fit-window.js';
 import type { Envelope } from '../../domain/envelope/build-envelope.js';
 import { hasEnvelopeMarker } from '../../domain/envelope/envelope-marker.js';
 import { textOf } from '../../domain/message-content.js';
@@ -163,10 +163,11 @@ export class ContextWindow {
       window = recent.slice(fit.start).map((message, offset) => (fit.withoutMedia.includes(fit.start + offset) ? withoutMedia(message) : message));
       cut = new Set();
     } else {
-      // Not even the newest message fits: its text is cut, with a mark, rather than the budget broken.
-      const newest = recent.at(-1);
-      window = newest ? [this.shorten(newest, room)] : [];
-      cut = new Set(newest ? [0] : []);
+      // Not even the newest unit fits: its text is cut, with a mark, rather than the budget
+      // broken. A tool call and its results are cut as one unit (never a lone result, which
+      // providers reject, nor a call without its results); a result with no call is never sent.
+      const newest = unitsOf(items).at(-1);
+      ({ window, cut } = newest && !newest.orphanTool ? this.shortenUnit(recent.slice(newest.start, newest.end), room) : { window: [], cut: new Set<number>() });
     }
     const input = buildModelInput(window, run, inputWith(summary));
     const windowReport = window.map((message, index) => ({
@@ -257,6 +258,42 @@ export class ContextWindow {
     const counted = this.counter.message(message);
     const toolCallIds = AIMessage.isInstance(message) ? (message.tool_calls ?? []).map((call) => call.id ?? '') : undefined;
     return { kind: kindOf(message), tokens: counted.tokens, tokensWithoutMedia: counted.tokensWithoutMedia, toolCallIds };
+  }
+
+  /**
+   * One unit — a message, or an assistant's tool call with all its results — cut to
+   * `room` tokens as a whole. The call keeps its tool calls (its text is cut only when it
+   * takes more than half the room); the results share what is left, the short ones kept
+   * whole and the longer ones cut to an even share.
+   */
+  private shortenUnit(messages: readonly BaseMessage[], room: number): { window: BaseMessage[]; cut: Set<number> } {
+    if (messages.length === 1) return { window: [this.shorten(messages[0]!, room)], cut: new Set([0]) };
+    const cut = new Set<number>();
+    let call = messages[0]!;
+    if (this.counter.message(call).tokens > room / 2 && textOf(call.content).length > 0) {
+      call = this.shorten(call, Math.floor(room / 2));
+      cut.add(0);
+    }
+    const results = messages.slice(1);
+    let left = Math.max(0, room - this.counter.message(call).tokens);
+    // Water-filling: the smallest results first, each up to an even share of what is left.
+    const order = results.map((message, index) => ({ index, tokens: this.counter.message(message).tokens })).sort((a, b) => a.tokens - b.tokens);
+    const shares = new Map<number, number>();
+    for (const [position, entry] of order.entries()) {
+      const share = Math.floor(left / (order.length - position));
+      shares.set(entry.index, Math.min(entry.tokens, share));
+      left -= Math.min(entry.tokens, share);
+    }
+    const window = [
+      call,
+      ...results.map((message, index) => {
+        const share = shares.get(index)!;
+        if (this.counter.message(message).tokens <= share) return message;
+        cut.add(index + 1);
+        return this.shorten(message, share);
+      }),
+    ];
+    return { window, cut };
   }
 
   /** A copy of the message cut to `room` tokens, media replaced, marked as cut. */
