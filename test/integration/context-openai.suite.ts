@@ -117,4 +117,23 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     expect(tokensOf(afterTool[0]!)).toBeLessThanOrEqual(inputs[1]!.inputLimit);
     expect(inputs[1]!.inputTokens).toBeLessThanOrEqual(inputs[1]!.inputLimit);
   });
+
+  it('I14: recalled memories far larger than the budget reach the provider fitted to it, the best-ranked first', async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'rememberer', name: 'Rememberer' } })).status).toBe(201);
+    for (let index = 0; index < 5; index++) {
+      const added = await server.request('POST', '/api/agents/rememberer/memories', { body: { content: `orchids ${index}: ${'the orchids like rain water and bright shade; '.repeat(100)}` } });
+      expect(added.status).toBe(201);
+    }
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId: 'rememberer' } })).body.id as string;
+    const before = provider.requests.length;
+    const response = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'How do my orchids like their water?' } });
+    expect(response.status).toBe(200);
+    const request = provider.requests.slice(before).find((candidate) => !isSummary(candidate))!;
+    expect(String(request.messages[0]!.content)).toContain('<recalled_memories>');
+    expect(request.messages.at(-1)).toMatchObject({ role: 'user', content: 'How do my orchids like their water?' });
+    const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=5`)).body.runs as Array<Record<string, any>>;
+    const input = (runs[0]!.modelInputs as Array<Record<string, any>>)[0]!;
+    expect(tokensOf(request)).toBeLessThanOrEqual(input.inputLimit);
+    expect(input.inputTokens).toBeLessThanOrEqual(input.inputLimit);
+  });
 }

@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { HumanMessage } from '@langchain/core/messages';
+import { syntheticMetadata, TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { TokenCounter } from '../../src/agent/context/token-counter.js';
 import { openPlannerHarness, USER, type PlannerHarness } from '../helpers/planner-harness.js';
 import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
@@ -56,5 +59,35 @@ export function contextPlannerSuite(backend: () => Backend): void {
     const state = await harness.state(thread.id);
     const first = state.messages[0] as unknown as { content: unknown };
     expect(first.content).toBe(request);
+  });
+
+  it('I14: recalled memories far larger than the budget are fitted: every planner call, the final reply included, stays within it', async () => {
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Water the orchids', 'Check the soil')],
+      tactical_plan: always(tacticalPlan(step('do it'))),
+      executor_step: always(execute([], true, 'done')),
+      tactical_critique: always(approve()),
+      strategic_critique: always(approve()),
+      text: always('Watered.'),
+    });
+    const agent = await harness.agent();
+    await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: BUDGET }, new Date().toISOString());
+    for (let index = 0; index < 5; index++) {
+      const content = `orchids ${index}: ${'the orchids like rain water, bark and bright shade; '.repeat(90)}`;
+      await harness.storage.memories.add({ userId: USER, agentId: agent.id }, { id: randomUUID(), content, origin: { by: 'api' } }, new Date().toISOString());
+    }
+    const thread = await harness.thread(agent);
+    expect((await harness.say(thread, 'How should I water the orchids?')).run.status).toBe('succeeded');
+    // An idle follow-up with no open plan just answers: its reply call carries the recalled memories (complete node).
+    const followUp = new HumanMessage({ id: randomUUID(), content: TRIGGER_PROMPTS.check_in, additional_kwargs: syntheticMetadata('check_in', 'idle') });
+    const followed = await harness.send(thread, followUp, 'autonomy');
+    expect(followed.run.status).toBe('succeeded');
+    const replies = model.calls.filter((call) => call.name === 'text');
+    expect(String(replies.at(-1)!.messages[0]!.content)).toContain('<recalled_memories>');
+    for (const call of model.calls) {
+      const tokens = call.messages.reduce((sum, message) => sum + counter.message(message).tokens, 0);
+      expect(tokens, call.name).toBeLessThanOrEqual(BUDGET - 600);
+    }
   });
 }

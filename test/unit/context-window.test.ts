@@ -77,6 +77,22 @@ describe('I14: the context window of one model call', () => {
     expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
   });
 
+  it('I14: recalled memories are fitted to the budget: the best-ranked kept, the rest left out, an oversized one cut', async () => {
+    const { window, config, run } = setup({ maxTokens: 2000 });
+    const messages = [human('hello, what do you remember?')];
+    const memories = Array.from({ length: 5 }, (_, index) => ({ id: `m${index}`, content: words(600, `memory ${index}`) }));
+    const prepared = await window.prepare({ messages, summary: null, summaryCoverage: null }, run, config, { fold: false, recalled: { memories, foundBy: 'current_message' } });
+    expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+    const system = String(prepared.messages[0]!.content);
+    expect(system).toContain('"memory_id":"m0"'); // the best-ranked memory stays, cut to fit
+    expect(system).not.toContain('"memory_id":"m4"');
+    expect(prepared.messages.at(-1)!.content).toBe('hello, what do you remember?');
+    // Memories that fit are sent whole.
+    const few = memories.slice(0, 2).map((memory) => ({ ...memory, content: words(20, memory.id) }));
+    const roomy = await window.prepare({ messages, summary: null, summaryCoverage: null }, run, config, { fold: false, recalled: { memories: few, foundBy: 'current_message' } });
+    for (const memory of few) expect(String(roomy.messages[0]!.content)).toContain(memory.content);
+  });
+
   it("keeps a person's message first for Anthropic models", async () => {
     const messages = [human(words(200, 'old')), ai(words(200, 'a1')), ai(words(200, 'a2')), human(words(30, 'new')), ai(words(30, 'a3')), human('last')];
     const open = setup({ maxTokens: 1000 });

@@ -10,6 +10,7 @@ import { fitWindow, planFold, unitsOf, type FitItem, type FitKind } from '../../
 import type { Envelope } from '../../domain/envelope/build-envelope.js';
 import { hasEnvelopeMarker } from '../../domain/envelope/envelope-marker.js';
 import { textOf } from '../../domain/message-content.js';
+import { memoryDataBlock, type RecalledMemoryData } from '../../domain/recalled-memories.js';
 import { buildModelInput, type ModelInputOptions } from '../envelope-injection.js';
 import type { ActiveRunSettings } from '../run-settings.js';
 import { summarizeMessages } from './conversation-summarizer.js';
@@ -102,7 +103,9 @@ export class ContextWindow {
     const budget = await this.budget(run, log);
     const factor = this.calibration.factor(run.model);
     const inputLimit = Math.floor((budget.maxTokens - budget.answerTokens) / factor);
-    const { fold: mayFold, ...inputOptions } = options;
+    const { fold: mayFold, ...givenOptions } = options;
+    // Recalled memories take at most their share of the input, best-ranked first (I14).
+    const inputOptions: ModelInputOptions = givenOptions.recalled ? { ...givenOptions, recalled: this.fitRecalled(givenOptions.recalled, Math.floor(inputLimit * MEMORY_SHARE), log) } : givenOptions;
     const basePrompt = inputOptions.systemPrompt ?? run.systemPrompt;
     // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
     const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
@@ -240,6 +243,31 @@ export class ContextWindow {
     return summarizeMessages(this.deps.models, this.counter, { model, previous, folded, summaryTokens: budget.summaryTokens, maxInputTokens }, config);
   }
 
+  /**
+   * The recalled memories that fit `room` tokens as their data block: best-ranked first,
+   * the rest left out; when not even the first fits, its text is cut, marked.
+   */
+  private fitRecalled(recalled: NonNullable<ModelInputOptions['recalled']>, room: number, log: Logger): NonNullable<ModelInputOptions['recalled']> {
+    const { memories, foundBy } = recalled;
+    const tokens = (list: readonly RecalledMemoryData[]) => this.counter.text(memoryDataBlock(list, foundBy));
+    if (memories.length === 0 || tokens(memories) <= room) return recalled;
+    const kept: RecalledMemoryData[] = [];
+    for (const memory of memories) {
+      if (tokens([...kept, memory]) > room) break;
+      kept.push(memory);
+    }
+    if (kept.length === 0) {
+      const first = memories[0]!;
+      const mark = ' [… cut to fit the context budget]';
+      // JSON quoting can only lengthen the text: cut it to the room the empty entry leaves.
+      const left = room - tokens([{ ...first, content: mark }]);
+      if (left > 20) kept.push({ ...first, content: `${this.counter.truncate(first.content, left)}${mark}` });
+      while (kept.length > 0 && tokens(kept) > room) kept[0] = { ...kept[0]!, content: `${this.counter.truncate(kept[0]!.content.slice(0, -mark.length), Math.floor(this.counter.text(kept[0]!.content) * 0.9))}${mark}` };
+    }
+    log.warn({ recalled: memories.length, kept: kept.length, cut: kept.length === 1 && kept[0]!.content !== memories[0]!.content, room }, 'recalled memories over their share of the context budget; the lowest-ranked left out');
+    return { memories: kept, foundBy };
+  }
+
   /** The system prompt and envelope of this call, counted (the envelope only when the trigger shows it). */
   private frame(kept: readonly BaseMessage[], run: ActiveRunSettings, options: ModelInputOptions) {
     let task: BaseMessage | undefined;
@@ -305,6 +333,9 @@ export class ContextWindow {
     return copyWithContent(light, `${text}${mark}`);
   }
 }
+
+/** The most of a call's input recalled memories may take. */
+const MEMORY_SHARE = 0.2;
 
 /** The index of the first message the summary does not cover (searched from the end: the uncovered part is the short one). */
 function uncoveredStart(messages: readonly BaseMessage[], coverage: SummaryCoverage | null, log: Logger): number {
