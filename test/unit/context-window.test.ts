@@ -93,6 +93,26 @@ describe('I14: the context window of one model call', () => {
     for (const memory of few) expect(String(roomy.messages[0]!.content)).toContain(memory.content);
   });
 
+  it('I14: a summary written under a larger budget is cut to its share of a smaller one, in a call that folds or not', async () => {
+    const { model, window, config, run } = setup({ maxTokens: 1000 });
+    const messages = [human('hello'), ai('hi'), human(words(300, 'plans')), ai(words(300, 'answer')), human('and now?')];
+    const summary = words(1900, 'summary written when the budget was 16,000');
+    const state: ContextState = { messages, summary, summaryCoverage: { firstMessageId: 'gone-1', lastMessageId: 'gone-2', messageCount: 40, folds: 3, updatedAt: '2026-11-01T00:00:00.000Z', model: 'demo', tokens: counter.text(summary) } };
+    const described = await window.prepare(state, run, config, { fold: false });
+    expect(tokensOf(described.messages)).toBeLessThanOrEqual(described.report.budget.inputLimit);
+    expect(described.report.summary!.tokens).toBeLessThanOrEqual(200);
+    expect(String(described.messages[0]!.content)).toContain('summary written when the budget was 16,000');
+    expect(described.messages.at(-1)!.content).toBe('and now?');
+    // A call whose fold fails sends the stored summary too: cut the same way.
+    model.failSummaries = 1;
+    const called = await window.prepare(state, run, config);
+    expect(model.summaries()).toHaveLength(1);
+    expect(called.update).toBeUndefined();
+    expect(tokensOf(called.messages)).toBeLessThanOrEqual(called.report.budget.inputLimit);
+    // The stored summary is untouched: the cut is for the call only.
+    expect(state.summary).toBe(summary);
+  });
+
   it("keeps a person's message first for Anthropic models", async () => {
     const messages = [human(words(200, 'old')), ai(words(200, 'a1')), ai(words(200, 'a2')), human(words(30, 'new')), ai(words(30, 'a3')), human('last')];
     const open = setup({ maxTokens: 1000 });

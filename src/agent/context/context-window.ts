@@ -110,6 +110,12 @@ export class ContextWindow {
     // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
     const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
     let summary = state.summary;
+    // A summary written under a larger budget (context.maxTokens lowered since) is sent,
+    // and read by the next fold, cut to its share of this one; the stored one is untouched.
+    if (summary && this.counter.text(summary) > budget.summaryTokens) {
+      log.info({ summaryTokens: this.counter.text(summary), share: budget.summaryTokens }, 'the conversation summary is over its share of the context budget; cut for this call');
+      summary = `${this.counter.truncate(summary, budget.summaryTokens - 4)}…`;
+    }
     let coverage = state.summaryCoverage;
     // Only what the summary does not cover is read (a long thread's folded past is not
     // walked on every call). Stale envelopes never reach the model (envelope-injection.ts);
