@@ -113,6 +113,41 @@ describe('I14: the context window of one model call', () => {
     expect(state.summary).toBe(summary);
   });
 
+  it("I14: a fold takes no more than the summary model's own window can read; the rest folds on a later turn", async () => {
+    // The agent's budget is 32,000; its summary model reads at most 4,000 tokens.
+    class SmallWindowModel extends RecordingDemoModel {
+      override get profile() {
+        return { maxInputTokens: 4000 };
+      }
+    }
+    const small = new SmallWindowModel();
+    const capture = captureLogs('debug');
+    const window = new ContextWindow({
+      models: (spec) => (spec === 'openai:small' ? small : new RecordingDemoModel()),
+      logger: capture.logger,
+      clock,
+      counter,
+      serverMaxTokens: 32_000,
+      agents: { get: async () => ({ settings: { context: { summaryModel: 'openai:small' } } }) as never },
+    });
+    const config = runConfig({ runId: randomUUID(), threadId: 't1', userId: 'u1', agentId: 'a1', trigger: 'user', model: 'demo', systemPrompt: 'You are kind.' });
+    const run = runSettingsOf(config);
+    const messages = Array.from({ length: 120 }, (_, index) => (index % 2 ? ai(words(200, `a${index}`)) : human(words(200, `h${index}`))));
+    const first = await window.prepare({ messages, summary: null, summaryCoverage: null }, run, config);
+    const call = small.summaries()[0]!;
+    // Its input leaves the summary (the call's answer) its room in the summary model's window.
+    expect(tokensOf(call.messages)).toBeLessThanOrEqual(4000 - first.report.summary!.coverage!.tokens);
+    expect(tokensOf(call.messages)).toBeLessThanOrEqual(2000);
+    // Every folded message was read whole: nothing covered that the summary call did not see.
+    expect(String(call.messages[1]!.content)).not.toContain('[… cut to fit]');
+    const covered = first.update!.summaryCoverage.messageCount;
+    expect(String(call.messages[1]!.content)).toContain(`a${covered - 1} `);
+    // The rest folds on the next turn, from where this fold stopped.
+    const second = await window.prepare({ messages, ...first.update! }, run, config);
+    expect(small.summaries()).toHaveLength(2);
+    expect(second.update!.summaryCoverage.messageCount).toBeGreaterThan(covered);
+  });
+
   it("keeps a person's message first for Anthropic models", async () => {
     const messages = [human(words(200, 'old')), ai(words(200, 'a1')), ai(words(200, 'a2')), human(words(30, 'new')), ai(words(30, 'a3')), human('last')];
     const open = setup({ maxTokens: 1000 });

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.js';
 import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, type ContextBudget } from '../../domain/context/context-settings.js';
 import { modelInputRecordOf, type ContextReport, type ModelInputRecord } from '../../domain/context/context-report.js';
-import { withSummarySection, type SummaryCoverage } from '../../domain/context/conversation-summary.js';
+import { summaryInstruction, summaryRequestText, withSummarySection, type SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import { fitWindow, planFold, unitsOf, type FitItem, type FitKind } from '../../domain/context/fit-window.js';
 import type { Envelope } from '../../domain/envelope/build-envelope.js';
 import { hasEnvelopeMarker } from '../../domain/envelope/envelope-marker.js';
@@ -133,12 +133,12 @@ export class ContextWindow {
       const bare = frame(null);
       // The room the messages have once a full-size summary is in: the fold threshold does not move as the summary grows.
       const room = inputLimit - bare.systemTokens - bare.envelopeTokens - budget.summaryTokens;
-      const maxFoldTokens = Math.floor((budget.maxTokens - budget.summaryTokens) / factor) - budget.summaryTokens - 300;
-      const count = planFold(items, { budget: room, foldAt: budget.foldAt, keepRecent: budget.keepRecent, maxFoldTokens });
+      const { summaryInput, foldableTokens } = this.summaryCallRoom(run, budget, summary);
+      const count = planFold(items, { budget: room, foldAt: budget.foldAt, keepRecent: budget.keepRecent, maxFoldTokens: foldableTokens });
       if (count > 0) {
         const folded = kept.slice(covered, covered + count);
         try {
-          const written = await this.fold(run, config, budget, summary, folded, maxFoldTokens + budget.summaryTokens, log);
+          const written = await this.fold(run, config, budget, summary, folded, summaryInput, log);
           const first = coverage?.firstMessageId ?? kept[0]?.id ?? folded[0]!.id ?? '';
           coverage = {
             firstMessageId: first,
@@ -230,6 +230,27 @@ export class ContextWindow {
     const room = Math.max(0, limit - (total - counts[index]!));
     this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], room }, 'decision input over the context budget; its context is cut to fit');
     return messages.map((message, position) => (position === index ? this.shorten(message, room) : message));
+  }
+
+  /**
+   * What one summary call can read: the summary model's own input — the agent's budget or
+   * the summary model's window where its profile knows a smaller one, less the summary it
+   * answers with, in its own usage correction — and, of that, the message tokens a fold
+   * may take once the instruction and the previous summary are in (I14: a fold never
+   * covers messages its call could not read; the rest folds on a later turn).
+   */
+  private summaryCallRoom(run: ActiveRunSettings, budget: ContextBudget, previous: string | null): { summaryInput: number; foldableTokens: number } {
+    const spec = budget.summaryModel ?? run.model;
+    let window: number | undefined;
+    try {
+      window = this.deps.models(spec).profile?.maxInputTokens;
+    } catch {
+      window = undefined; // an unknown model fails at its call, with its own error
+    }
+    const limit = window !== undefined && Number.isFinite(window) && window > 0 ? Math.min(budget.maxTokens, Math.floor(window)) : budget.maxTokens;
+    const summaryInput = Math.floor((limit - budget.summaryTokens) / this.calibration.factor(spec));
+    const framing = this.counter.text(summaryInstruction(budget.summaryTokens)) + this.counter.text(summaryRequestText(previous, [])) + 64;
+    return { summaryInput, foldableTokens: Math.max(0, summaryInput - framing) };
   }
 
   private async fold(
