@@ -24,25 +24,39 @@ export function autonomyBudgetSuite(backend: () => Backend): void {
       await model?.close();
     });
 
-    it('I5: a retried tool-loop step of a follow-up is paid once: one unit per model call made', async () => {
-      const prompt = TRIGGER_PROMPTS.check_in;
+    /**
+     * The follow-up's first model call asks for `call`; its next step fails once (500) and
+     * then answers `reply`; everything else is answered "Noted.". Returns the agent and the
+     * thread with the person's first message, whose silence starts the follow-up.
+     */
+    async function followUpCalling(call: { id: string; name: string; arguments: Json }, reply: string): Promise<{ agentId: string; threadId: string }> {
       let failedOnce = false;
       model.reset();
       model.respondWith((request) => {
-        if (!JSON.stringify(request.messages).includes(prompt)) return { text: 'Noted.' };
+        if (!JSON.stringify(request.messages).includes(TRIGGER_PROMPTS.check_in)) return { text: 'Noted.' };
         const sinceLastHuman = request.messages.slice(request.messages.map((message) => message.role).lastIndexOf('user') + 1);
-        if (!sinceLastHuman.some((message) => message.role === 'tool')) return { toolCalls: [{ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }] };
+        if (!sinceLastHuman.some((message) => message.role === 'tool')) return { toolCalls: [call] };
         if (!failedOnce) {
           failedOnce = true;
           return { status: 500, errorMessage: 'transient' };
         }
-        return { text: 'Just checking in.' };
+        return { text: reply };
       });
       const agentId = `b-${randomUUID().slice(0, 8)}`;
       const autonomy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, modelCallsPerDay: 10 };
       expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'tools', autonomy } })).status).toBe(201);
       const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id as string;
       expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Hi' } })).status).toBe(200);
+      return { agentId, threadId };
+    }
+
+    /** Units of the agent's daily budget spent today. */
+    function unitsUsed(agentId: string): Promise<number> {
+      return new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
+    }
+
+    it('I5: a retried tool-loop step of a follow-up is paid once: one unit per model call made', async () => {
+      const { agentId, threadId } = await followUpCalling({ id: 'call_time', name: 'current_time', arguments: { timeZone: 'UTC' } }, 'Just checking in.');
       let followUp: Json | undefined;
       await waitFor(async () => {
         const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Json[];
@@ -50,41 +64,22 @@ export function autonomyBudgetSuite(backend: () => Backend): void {
         return followUp !== undefined;
       }, 20_000, 'the follow-up run to end');
       expect(followUp).toMatchObject({ status: 'succeeded' });
-      const calls = model.requestsMentioning(prompt).length; // the tool call, the failed step, the retried step
+      const calls = model.requestsMentioning(TRIGGER_PROMPTS.check_in).length; // the tool call, the failed step, the retried step
       expect(calls).toBe(3);
-      const used = await new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
-      expect(used).toBe(calls);
+      expect(await unitsUsed(agentId)).toBe(calls);
     });
 
     it('I5, I16: a follow-up resumed after its tool call was approved pays for its model calls, a retried one included: one unit per call made', async () => {
-      const prompt = TRIGGER_PROMPTS.check_in;
-      let failedOnce = false;
-      model.reset();
-      model.respondWith((request) => {
-        if (!JSON.stringify(request.messages).includes(prompt)) return { text: 'Noted.' };
-        const sinceLastHuman = request.messages.slice(request.messages.map((message) => message.role).lastIndexOf('user') + 1);
-        if (!sinceLastHuman.some((message) => message.role === 'tool')) return { toolCalls: [{ id: 'call_note', name: 'memory_write', arguments: { content: 'likes tea' } }] };
-        if (!failedOnce) {
-          failedOnce = true;
-          return { status: 500, errorMessage: 'transient' };
-        }
-        return { text: 'Noted your tea.' };
-      });
-      const agentId = `b-${randomUUID().slice(0, 8)}`;
       // memory_write asks when nobody watches (the default): the follow-up waits for a person.
-      const autonomy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, modelCallsPerDay: 10 };
-      expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'tools', autonomy } })).status).toBe(201);
-      const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id as string;
-      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Hi' } })).status).toBe(200);
+      const { agentId, threadId } = await followUpCalling({ id: 'call_note', name: 'memory_write', arguments: { content: 'likes tea' } }, 'Noted your tea.');
       const runs = async () => ((await server.request('GET', `/api/threads/${threadId}/runs?limit=100`)).body.runs as Json[]).filter((run) => run.trigger === 'autonomy');
       await waitFor(async () => (await runs()).some((run) => run.status === 'interrupted'), 20_000, 'the follow-up to wait for approval');
       const [approval] = (await server.request('GET', `/api/approvals?threadId=${threadId}`)).body.approvals as Json[];
       expect((await server.request('POST', `/api/approvals/${approval!.id}/decision`, { body: { decision: 'approve' } })).status).toBe(200);
       await waitFor(async () => (await runs()).some((run) => run.status === 'succeeded'), 20_000, 'the resumed follow-up to end');
-      const calls = model.requestsMentioning(prompt).length; // the tool call; after the approval, the failed step and the retried one
+      const calls = model.requestsMentioning(TRIGGER_PROMPTS.check_in).length; // the tool call; after the approval, the failed step and the retried one
       expect(calls).toBe(3);
-      const used = await new SqlTimerRepository((server.storage as SqlStorage).context).modelCallsUsed(ALICE.id, agentId, localDay(new Date(), 'UTC'));
-      expect(used).toBe(calls);
+      expect(await unitsUsed(agentId)).toBe(calls);
     });
   });
 }
