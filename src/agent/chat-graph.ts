@@ -9,8 +9,8 @@ import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel, type Mem
 import type { ClassifiableMessage } from '../domain/message-metadata.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
 import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
-import { ContextWindow } from './context/context-window.js';
-import { runSettingsOf } from './run-settings.js';
+import { ContextWindow, type ContextState, type PreparedCall, type PrepareOptions } from './context/context-window.js';
+import { runSettingsOf, type ActiveRunSettings } from './run-settings.js';
 import { closeDanglingToolCalls, TOOLS_NODE, type ToolLoop } from './tool-loop/tool-loop.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
@@ -98,7 +98,7 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     // this call's input only; the saved history receives just the reply (and a new
     // summary). Memories are data after the rules, never prompt text. A tool call left
     // unanswered (a superseded approval) is closed for the model, never in history.
-    const input = await context.prepare({ ...state, messages: closeDanglingToolCalls(state.messages) }, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
+    const input = await prepareChatCall(context, state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
@@ -124,6 +124,16 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
+
+/**
+ * A chat model call's input, prepared: the one preparation both the call itself and
+ * GET /api/threads/{id}/context go through, so the API shows exactly what the next call
+ * receives (I14). A tool call left unanswered (a superseded approval, a bound that ended
+ * the turn) is closed for the model, never in history.
+ */
+export function prepareChatCall(context: ContextWindow, state: ContextState, run: ActiveRunSettings, config: RunnableConfig, options: PrepareOptions = {}): Promise<PreparedCall> {
+  return context.prepare({ ...state, messages: closeDanglingToolCalls(state.messages) }, run, config, options);
+}
 
 /**
  * The reply as state keeps it: with vigil's id (I13) and, for a streamed reply (a chunk),

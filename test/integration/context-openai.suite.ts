@@ -136,4 +136,27 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     expect(tokensOf(request)).toBeLessThanOrEqual(input.inputLimit);
     expect(input.inputTokens).toBeLessThanOrEqual(input.inputLimit);
   });
+
+  it("I14: the context endpoint shows exactly the window the next call receives, a superseded approval's call closed in both", async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'asker', name: 'Asker', tools: { approval: { memory_write: { attended: 'ask' } } } } })).status).toBe(201);
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId: 'asker' } })).body.id as string;
+    provider.script({ toolCalls: [{ id: 'call_keep', name: 'memory_write', arguments: { content: 'likes figs' } }] });
+    const waiting = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Remember that I like figs.' } });
+    expect(waiting.body.run.status).toBe('interrupted');
+    // A new message supersedes the waiting call: history keeps the call without a result.
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Never mind the figs.' } })).body.run.status).toBe('succeeded');
+    const approvals = (await server.request('GET', `/api/approvals?threadId=${threadId}`)).body.approvals as Array<Record<string, any>>;
+    expect(approvals[0]).toMatchObject({ status: 'superseded' });
+
+    const view = (await server.request('GET', `/api/threads/${threadId}/context`)).body;
+    const before = provider.requests.length;
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'And the plums?' } })).body.run.status).toBe('succeeded');
+    const sent = provider.requests.slice(before).find((request) => !isSummary(request))!.messages;
+    const role: Record<string, string> = { human: 'user', ai: 'assistant', tool: 'tool' };
+    // The call received the endpoint's window, then the new message (all of it fits the budget).
+    expect([...view.messages.window.map((entry: Record<string, any>) => role[entry.type]), 'user']).toEqual(sent.slice(1).map((message) => message.role));
+    const closed = view.messages.window.find((entry: Record<string, any>) => entry.type === 'tool');
+    expect(closed).toMatchObject({ id: 'closed-call_keep' });
+    expect(sent.find((message) => message.role === 'tool')).toMatchObject({ tool_call_id: 'call_keep' });
+  });
 }

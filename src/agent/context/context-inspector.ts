@@ -3,6 +3,7 @@ import type { AgentKind } from '../../app/ports.js';
 import type { ThreadContextReader } from '../../app/context/thread-context-service.js';
 import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import type { RegisteredGraph } from '../agent-graph.js';
+import { prepareChatCall } from '../chat-graph.js';
 import { runConfig, runSettingsOf } from '../run-settings.js';
 import type { ContextWindow } from './context-window.js';
 
@@ -23,7 +24,9 @@ export function threadContextReader(context: ContextWindow, graphs: Partial<Reco
     const all = Array.isArray(values?.messages) ? values.messages : [];
     // Planner agents show the model only the conversation (their complete node filters the same way).
     const messages = agent.kind === 'planner' ? all.filter((message) => message.getType() === 'human' || message.getType() === 'ai') : all;
-    const prepared = await context.prepare({ messages, summary: values?.summary ?? null, summaryCoverage: values?.summaryCoverage ?? null }, runSettingsOf(config), config, { fold: false });
+    const state = { messages, summary: values?.summary ?? null, summaryCoverage: values?.summaryCoverage ?? null };
+    // A chat agent's call is prepared by the very function its graph uses (dangling tool calls closed, …).
+    const prepared = agent.kind === 'chat' ? await prepareChatCall(context, state, runSettingsOf(config), config, { fold: false }) : await context.prepare(state, runSettingsOf(config), config, { fold: false });
     return prepared.report;
   };
 }
