@@ -78,6 +78,21 @@ export function approvalRepositoryContract(name: string, open: () => Promise<Sql
       expect(await approvals.decide(late.id, { status: 'approved', decidedBy: late.userId, channel: 'api', decidedAt: at(59), beforeDeadline: at(59) })).toMatchObject({ status: 'approved' });
     });
 
+    it('I11, I16: decisions taken together are recorded together: one that cannot win leaves every one pending', async () => {
+      const first = newApproval();
+      const second = newApproval({ userId: first.userId, threadId: first.threadId, messageId: first.messageId, runId: first.runId });
+      await approvals.request([first, second]);
+      await approvals.decide(second.id, { status: 'rejected', decidedBy: first.userId, channel: 'api', decidedAt: at(1) });
+      const approve = { status: 'approved' as const, decidedBy: first.userId, channel: 'langgraph' as const, decidedAt: at(2), beforeDeadline: at(2) };
+      expect(await approvals.decideAll([{ id: first.id, decision: approve }, { id: second.id, decision: approve }])).toBeUndefined();
+      expect((await approvals.getById(first.id))?.status).toBe('pending');
+      expect((await approvals.getById(second.id))?.status).toBe('rejected');
+      const third = newApproval({ userId: first.userId, threadId: first.threadId, messageId: first.messageId, runId: first.runId });
+      await approvals.request([third]);
+      const both = await approvals.decideAll([{ id: first.id, decision: approve }, { id: third.id, decision: { ...approve, status: 'edited', editedArguments: { content: 'x' } } }]);
+      expect(both?.map((record) => record.status)).toEqual(['approved', 'edited']);
+    });
+
     it('I12: another user never reads a request; the owner lists theirs newest first', async () => {
       const older = newApproval({ requestedAt: at(1) });
       const newer = newApproval({ userId: older.userId, requestedAt: at(2) });

@@ -25,15 +25,15 @@ export class GatedModel extends BaseChatModel {
     return this;
   }
   override async _generate(messages: BaseMessage[]): Promise<ChatResult> {
-    const call = toolCall(messages);
-    if (call) return { generations: [{ text: '', message: new AIMessage({ content: '', tool_calls: [{ ...call, type: 'tool_call' }] }) }] };
+    const calls = toolCalls(messages);
+    if (calls.length > 0) return { generations: [{ text: '', message: new AIMessage({ content: '', tool_calls: calls.map((call) => ({ ...call, type: 'tool_call' as const })) }) }] };
     const text = reply(messages);
     return { generations: [{ text, message: new AIMessage(text) }] };
   }
   override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
-    const call = toolCall(messages);
-    if (call) {
-      yield new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: '', tool_call_chunks: [{ name: call.name, args: JSON.stringify(call.args), id: call.id, index: 0, type: 'tool_call_chunk' }] }) });
+    const calls = toolCalls(messages);
+    if (calls.length > 0) {
+      yield new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: '', tool_call_chunks: calls.map((call, index) => ({ name: call.name, args: JSON.stringify(call.args), id: call.id, index, type: 'tool_call_chunk' as const })) }) });
       return;
     }
     const words = reply(messages).split(' ');
@@ -61,12 +61,11 @@ function reply(messages: BaseMessage[]): string {
   if (last && ToolMessage.isInstance(last)) return `Done: ${textOf(last.content)}`;
   return `Echo: ${lastHuman(messages)}`;
 }
-/** `[remember:<text>]` in a person's message: the model calls memory_write once (until a tool result answers it). */
-function toolCall(messages: BaseMessage[]): { name: string; args: Record<string, unknown>; id: string } | undefined {
+/** Each `[remember:<text>]` in a person's message: the model calls memory_write, all in one step (until a tool result answers them). */
+function toolCalls(messages: BaseMessage[]): Array<{ name: string; args: Record<string, unknown>; id: string }> {
   const last = messages.at(-1);
-  if (!last || ToolMessage.isInstance(last)) return undefined;
-  const match = /\[remember:([^\]]+)\]/.exec(lastHuman(messages));
-  return match ? { name: 'memory_write', args: { content: match[1]! }, id: `call_${randomUUID().slice(0, 8)}` } : undefined;
+  if (!last || ToolMessage.isInstance(last)) return [];
+  return [...lastHuman(messages).matchAll(/\[remember:([^\]]+)\]/g)].map((match) => ({ name: 'memory_write', args: { content: match[1]! }, id: `call_${randomUUID().slice(0, 8)}` }));
 }
 
 export async function collect(stream: AsyncIterable<{ event: string; data: unknown; id?: string }>): Promise<Array<{ event: string; data: any; id?: string }>> {
@@ -485,6 +484,26 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const resumeRun = resumed[0]!.data.run_id as string;
       expect((await alice.runs.get(thread.thread_id, resumeRun)).status).toBe('success');
       expect(await statusOf(alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } }))).toBe(422);
+    });
+
+    it('I11, I16: a resume whose later decision is refused records none of them: every waiting call stays pending', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Careful twice' });
+      await server.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+      const thread = await alice.threads.create();
+      await collect(alice.runs.stream(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note [remember:likes tea] and [remember:likes jam]' }] }, streamMode: 'values' }));
+      const pendingOf = async () => (await server.request('GET', `/api/approvals?threadId=${thread.thread_id}`)).body.approvals.map((approval: Json) => approval.status);
+      expect(await pendingOf()).toEqual(['pending', 'pending']);
+      // The first decision is fine, the second's arguments do not fit memory_write: 400, and nothing is recorded.
+      const refused = alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }, { type: 'edit', edited_action: { name: 'memory_write', args: { content: 42 } } }] } } });
+      expect(await statusOf(refused)).toBe(400);
+      expect(await pendingOf()).toEqual(['pending', 'pending']);
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('interrupted');
+      expect(await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).toEqual([]);
+      // Both decided together, the run goes on with both calls run.
+      const resumed = (await alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }, { type: 'edit', edited_action: { name: 'memory_write', args: { content: 'likes marmalade' } } }] } } })) as Json;
+      expect(resumed.__interrupt__).toBeUndefined();
+      expect(await pendingOf()).toEqual(expect.arrayContaining(['approved', 'edited']));
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content).sort()).toEqual(['likes marmalade', 'likes tea']);
     });
 
     it("useStream's calls: create thread, stream messages-tuple + values, history on reload, join a running stream", async () => {

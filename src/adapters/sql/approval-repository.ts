@@ -32,8 +32,10 @@ export type ApprovalTables = { tool_approvals: ToolApprovalsTable };
 
 export class SqlApprovalRepository implements ApprovalRepository {
   readonly #db: Kysely<ApprovalTables>;
+  readonly #context: SqlContext;
 
   constructor(context: SqlContext) {
+    this.#context = context;
     this.#db = context.db.withTables<ApprovalTables>() as unknown as Kysely<ApprovalTables>;
   }
 
@@ -113,22 +115,26 @@ export class SqlApprovalRepository implements ApprovalRepository {
   }
 
   async decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined> {
-    // The first decision wins: only a pending request changes (I16); a person's, only before its deadline.
-    let query = this.#db
-      .updateTable('tool_approvals')
-      .set({
-        status: decision.status,
-        decided_by: decision.decidedBy,
-        channel: decision.channel,
-        decided_at: isoForDatabase(decision.decidedAt),
-        message: decision.message ?? null,
-        edited_arguments: decision.editedArguments ? encodeJson(decision.editedArguments) : null,
-      })
-      .where('id', '=', id)
-      .where('status', '=', 'pending');
-    if (decision.beforeDeadline !== undefined) query = query.where('expires_at', '>', isoForDatabase(decision.beforeDeadline));
-    const row = await query.returningAll().executeTakeFirst();
-    return row && toApproval(row);
+    return decideOne(this.#db, id, decision);
+  }
+
+  async decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>): Promise<ApprovalRecord[] | undefined> {
+    const lost = new Error('a decision of the batch lost');
+    try {
+      return await this.#context.transaction(async (transaction) => {
+        const trx = transaction.withTables<ApprovalTables>() as unknown as Kysely<ApprovalTables>;
+        const decided: ApprovalRecord[] = [];
+        for (const { id, decision } of decisions) {
+          const record = await decideOne(trx, id, decision);
+          if (!record) throw lost; // rolls back the ones before it
+          decided.push(record);
+        }
+        return decided;
+      });
+    } catch (error) {
+      if (error === lost) return undefined;
+      throw error;
+    }
   }
 
   async beginExecution(id: string): Promise<boolean> {
@@ -139,6 +145,25 @@ export class SqlApprovalRepository implements ApprovalRepository {
   async finishExecution(id: string, result: string): Promise<void> {
     await this.#db.updateTable('tool_approvals').set({ execution: 'done', result }).where('id', '=', id).execute();
   }
+}
+
+/** The first decision wins: only a pending request changes (I16); a person's, only before its deadline. */
+async function decideOne(db: Kysely<ApprovalTables>, id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined> {
+  let query = db
+    .updateTable('tool_approvals')
+    .set({
+      status: decision.status,
+      decided_by: decision.decidedBy,
+      channel: decision.channel,
+      decided_at: isoForDatabase(decision.decidedAt),
+      message: decision.message ?? null,
+      edited_arguments: decision.editedArguments ? encodeJson(decision.editedArguments) : null,
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'pending');
+  if (decision.beforeDeadline !== undefined) query = query.where('expires_at', '>', isoForDatabase(decision.beforeDeadline));
+  const row = await query.returningAll().executeTakeFirst();
+  return row && toApproval(row);
 }
 
 function toApproval(row: Selectable<ToolApprovalsTable>): ApprovalRecord {

@@ -32,6 +32,11 @@ export interface ApprovalRepository {
   listPending(options?: { threadId?: string }): Promise<ApprovalRecord[]>;
   /** pending → decided, atomically; undefined when it was no longer pending (then read it to see who won). */
   decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined>;
+  /**
+   * Several decisions in one transaction: all of them win, or none is recorded (undefined:
+   * one was no longer pending, or past its deadline; read them to see why).
+   */
+  decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>): Promise<ApprovalRecord[] | undefined>;
   /** Before running an approved call: none → started, once. False when it was started before. */
   beginExecution(id: string): Promise<boolean>;
   finishExecution(id: string, result: string): Promise<void>;

@@ -159,6 +159,67 @@ export class ApprovalService implements ApprovalGate {
     return decided;
   }
 
+  /**
+   * Several decisions taken together (a protocol resume decides every call of a step at
+   * once, I11): each is checked first (still pending and before its deadline, an edit's
+   * arguments fitting the tool), then all are recorded in one transaction, so either every
+   * one wins or none is recorded. A refusal (400 arguments, 409 decided or too late) leaves
+   * every request as it was, but for one found past its deadline, which is expired then and
+   * there, as a single decision would find it.
+   */
+  async decideAll(userId: string, decisions: ReadonlyArray<{ id: string; body: ApprovalDecisionBody }>, channel: ApprovalChannel = 'api'): Promise<ApprovalRecord[]> {
+    await this.checkAll(userId, decisions);
+    const now = this.deps.clock.now();
+    const written = await this.deps.repository.decideAll(
+      decisions.map(({ id, body }) => ({
+        id,
+        decision: {
+          status: statusOfDecision(body.decision),
+          decidedBy: userId,
+          channel,
+          decidedAt: now.toISOString(),
+          message: body.message ?? null,
+          editedArguments: body.decision === 'edit' ? (body.arguments ?? {}) : null,
+          beforeDeadline: now.toISOString(),
+        },
+      })),
+    );
+    if (!written) {
+      // Another decision, or the deadline, won one of them in between: none was recorded. Say which.
+      await this.checkAll(userId, decisions);
+      throw new VigilError('APPROVAL_ALREADY_DECIDED', 'one of the approvals was decided, or reached its deadline, while the decisions were recorded; none was recorded');
+    }
+    for (const decided of written) {
+      this.deps.logger.info({ threadId: decided.threadId, approvalId: decided.id, status: decided.status, channel }, 'approval decided');
+      this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: decided.status as 'approved' | 'edited' | 'rejected', channel });
+      await this.disarmDeadline(decided);
+    }
+    for (const decided of written) await this.resumeWhenSettled(decided);
+    return written;
+  }
+
+  /**
+   * Every decision of a batch checked, nothing recorded: each request pending (409 when
+   * decided; one past its deadline is expired now, and 409) and an edit fitting its tool (400).
+   */
+  async checkAll(userId: string, decisions: ReadonlyArray<{ id: string; body: ApprovalDecisionBody }>): Promise<ApprovalRecord[]> {
+    const records = await Promise.all(decisions.map(({ id }) => this.get(userId, id)));
+    const now = this.deps.clock.now().getTime();
+    for (const [index, record] of records.entries()) {
+      const body = decisions[index]!.body;
+      if (record.status !== 'pending') throw new VigilError('APPROVAL_ALREADY_DECIDED', `the approval ${record.id} is already ${record.status}`, { details: { approvalId: record.id, status: record.status } });
+      if (Date.parse(record.expiresAt) <= now) {
+        const expired = await this.expireLate(record);
+        throw new VigilError('APPROVAL_ALREADY_DECIDED', `the approval ${record.id} is already ${expired.status}`, { details: { approvalId: record.id, status: expired.status } });
+      }
+      if (body.decision === 'edit') {
+        const problem = await this.deps.validate(record, record.tool, body.arguments ?? {});
+        if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { approvalId: record.id, tool: record.tool, problem } });
+      }
+    }
+    return records;
+  }
+
   /** A person's message on the thread makes its pending calls moot (recorded; the model is told). */
   async supersedeThread(threadId: string, userId: string): Promise<void> {
     for (const record of await this.deps.repository.listPending({ threadId })) {

@@ -108,8 +108,12 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
   }
 
   /**
-   * The decisions on the thread's waiting tool calls, checked before anything is
-   * recorded (I11): one per call, an edit keeps the call's tool. Returns what records them.
+   * The decisions on the thread's waiting tool calls, every one checked before anything is
+   * recorded (I11): one per call, an edit keeps the call's tool and fits its schema, each
+   * call still pending and before its deadline; a refusal is the request's 4xx. Returns what
+   * records them, all in one transaction (ApprovalService.decideAll): should a call be
+   * decided elsewhere, or reach its deadline, between the check and the recording, none is
+   * recorded and the run reports the conflict.
    */
   async function decider(userId: string, threadId: string, decisions: Decision[]): Promise<() => Promise<void>> {
     const approvals = deps.approvals;
@@ -119,11 +123,13 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     decisions.forEach((decision, index) => {
       if (decision.type === 'edit' && decision.edited_action.name !== waiting[index]!.tool) throw new VigilError('VALIDATION_FAILED', `decision ${index}: an edit keeps the tool (${waiting[index]!.tool})`);
     });
+    const batch = decisions.map((decision, index) => ({
+      id: waiting[index]!.id,
+      body: decision.type === 'approve' ? { decision: 'approve' as const } : decision.type === 'edit' ? { decision: 'edit' as const, arguments: decision.edited_action.args } : { decision: 'reject' as const, ...(decision.message ? { message: decision.message } : {}) },
+    }));
+    await approvals.checkAll(userId, batch);
     return async () => {
-      for (const [index, decision] of decisions.entries()) {
-        const body = decision.type === 'approve' ? { decision: 'approve' as const } : decision.type === 'edit' ? { decision: 'edit' as const, arguments: decision.edited_action.args } : { decision: 'reject' as const, ...(decision.message ? { message: decision.message } : {}) };
-        await approvals.decide(userId, waiting[index]!.id, body, 'langgraph');
-      }
+      await approvals.decideAll(userId, batch, 'langgraph');
     };
   }
 
