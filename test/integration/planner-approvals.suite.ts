@@ -141,6 +141,21 @@ export function plannerApprovalsSuite(backend: () => Backend, options: { slowMs:
     expect(offeredTo(model.callsOf('tactical_critique')[0]!)).toContain('not now');
   });
 
+  it('I16, I11: a planner call that asks but whose arguments do not fit its tool is answered with the validation error; nobody is asked', async () => {
+    model = writeScript('   ');
+    const { agentId, threadId } = await plannerThread({ approval: { memory_write: { attended: 'ask' } } });
+    const run = await say(threadId, 'Remember my trip');
+    expect(run.status).toBe('succeeded');
+    expect(await approvalsOf(threadId)).toEqual([]);
+    expect(await memories(agentId)).toEqual([]);
+    const plan = await planOf(threadId);
+    expect(plan.toolCalls.map((call: Json) => [call.tool, call.status])).toEqual([['memory_write', 'failed']]);
+    expect(plan.toolCalls[0].error).toContain('do not fit memory_write');
+    expect(plan.toolCalls[0].error).toContain('nobody was asked');
+    // The critic read the schema's complaint: it reached the model as the call's outcome.
+    expect(offeredTo(model.callsOf('tactical_critique')[0]!)).toContain('do not fit memory_write');
+  });
+
   it("I16: while a planner thread waits for a decision, the overlord's heartbeat starts no run and calls no model: it is put off", async () => {
     model = writeScript();
     // No idleness needed: only the waiting keeps the heartbeat from calling the model.

@@ -49,6 +49,8 @@ export interface PlannerToolCall {
   tool: string;
   args: Record<string, unknown>;
   ask?: boolean;
+  /** Answered at once with this, never run nor asked (an asking call whose arguments do not fit its tool). */
+  refusal?: string;
 }
 
 /** What one node call knows about its run. */
@@ -207,7 +209,11 @@ export class PlannerRuntime {
           return { ok: false, output: redactString(error instanceof Error ? error.message : String(error)) };
         }
       };
-      if (call.ask) {
+      if (call.refusal !== undefined) {
+        ok = false;
+        output = call.refusal;
+        status = 'failed';
+      } else if (call.ask) {
         // The chat path's approval code (I16): only an approved call runs, once, with exactly the approved arguments.
         const gate = this.deps.approvals;
         const outcome = gate

@@ -7,7 +7,7 @@ import type { ApprovalGate } from '../../app/approvals/approval-ports.js';
 import { toolCallSignature } from '../../domain/planner/loop-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
 import { outcomeForModel, type ApprovalRecord } from '../../domain/tools/approval.js';
-import { awaitStepApproval, runApprovedCall } from '../tools/tool-approval.js';
+import { awaitStepApproval, runApprovedCall, unaskableCall } from '../tools/tool-approval.js';
 import { approvalTimeoutFor, isAttended, toolModeFor, type ToolMode } from '../../domain/tools/tool-settings.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import type { ChatToolboxSource, RunTools } from './chat-toolbox.js';
@@ -115,8 +115,8 @@ export class ToolLoop {
     if (mode === 'ask') {
       // A call that could not run as asked is not put to a person (who could only approve a
       // failure): the model gets the schema's complaint at once, as an allowed call's would.
-      const problem = tools.toolbox.validate(call.name, call.args);
-      if (problem !== null) return { call, mode, status: 'invalid', refusal: `the arguments do not fit ${call.name}: ${problem}. It was not run and nobody was asked; call it again with arguments that fit.` };
+      const refusal = unaskableCall(tools.toolbox, call.name, call.args);
+      if (refusal !== null) return { call, mode, status: 'invalid', refusal };
     }
     return { call, mode };
   }

@@ -10,6 +10,17 @@ import { hashArguments, outcomeForModel, type ApprovalRecord } from '../../domai
  * through here; the records (ApprovalService) are the one approval engine.
  */
 
+/**
+ * Why a call the policy marks `ask` is not put to a person but answered at once: its
+ * arguments do not fit the tool's schema, so a person could only approve a failure (or
+ * edit a call the model never learns from). The refusal the model gets, or null when the
+ * call may be asked. The chat tool loop and the planner's executor both check here.
+ */
+export function unaskableCall(toolbox: { validate(name: string, args: Record<string, unknown>): string | null }, tool: string, args: Record<string, unknown>): string | null {
+  const problem = toolbox.validate(tool, args);
+  return problem === null ? null : `the arguments do not fit ${tool}: ${problem}. It was not run and nobody was asked; call it again with arguments that fit.`;
+}
+
 /** The interrupt's value: LangChain's human-in-the-loop shape, plus vigil's approval ids. */
 export interface ToolApprovalInterrupt {
   type: 'tool_approval';

@@ -110,7 +110,7 @@ export const plannerMetadataSchema = z.object({
       planId: z.string(),
       milestoneId: z.string(),
       stepIndex: z.number().int(),
-      calls: z.array(z.object({ id: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), ask: z.boolean(), timeoutMs: z.number().int() })),
+      calls: z.array(z.object({ id: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), ask: z.boolean(), refusal: z.string().optional(), timeoutMs: z.number().int() })),
       done: z.boolean(),
       result: z.string(),
     })

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ApprovalRecord } from '../../../domain/tools/approval.js';
 import { approvalTimeoutFor, isAttended } from '../../../domain/tools/tool-settings.js';
-import { awaitStepApproval } from '../../tools/tool-approval.js';
+import { awaitStepApproval, unaskableCall } from '../../tools/tool-approval.js';
 import { executorDecision, tacticalCritique, tacticalPlanDecision } from '../../../domain/planner/planner-decisions.js';
 import type { PlannerMetadata, TacticalStepState } from '../../../domain/planner/planner-state.js';
 import { malformedStop, revisionCapStop } from '../../../domain/planner/run-bounds.js';
@@ -118,7 +118,13 @@ export function executorNode(runtime: PlannerRuntime) {
       }
       const policy = await runtime.toolSettings(scope);
       const attended = isAttended(scope.run.trigger);
-      const calls = decided.value.calls.map((call) => ({ id: randomUUID(), tool: call.tool, args: call.args, ask: toolbox.has(call.tool) && runtime.toolMode(scope, policy, call.tool) === 'ask', timeoutMs: approvalTimeoutFor(policy, call.tool, attended) }));
+      const calls = decided.value.calls.map((call) => {
+        const ask = toolbox.has(call.tool) && runtime.toolMode(scope, policy, call.tool) === 'ask';
+        // As in the chat tool loop: a call whose arguments do not fit its tool is answered with
+        // the schema's complaint, never put to a person (who could only approve a failure).
+        const refusal = ask ? unaskableCall(toolbox, call.tool, call.args) : null;
+        return { id: randomUUID(), tool: call.tool, args: call.args, ask: ask && refusal === null, ...(refusal !== null ? { refusal } : {}), timeoutMs: approvalTimeoutFor(policy, call.tool, attended) };
+      });
       if (calls.some((call) => call.ask)) {
         // Kept in the checkpoint before anyone is asked: the next visit waits for the decisions.
         await plans.updateMilestone(planId, milestone.id, { steps, currentStep: index }, scope.now());
@@ -132,7 +138,7 @@ export function executorNode(runtime: PlannerRuntime) {
           },
         };
       }
-      answer = { calls: calls.map(({ tool, args }) => ({ tool, args })), done: decided.value.done, result: decided.value.result };
+      answer = { calls: calls.map(({ tool, args, refusal }) => ({ tool, args, ...(refusal !== undefined ? { refusal } : {}) })), done: decided.value.done, result: decided.value.result };
     }
     const called = await runtime.callTools(scope, meta, toolbox, answer.calls, where, decisions);
     if (called.stop) {
