@@ -57,6 +57,17 @@ export function approvalRepositoryContract(name: string, open: () => Promise<Sql
       expect((await approvals.listStep(first.threadId, first.messageId)).map((record) => record.id).sort()).toEqual([first.id, second.id].sort());
     });
 
+    it('I16: a step\'s approvals keep the order of its calls, whatever their ids', async () => {
+      const first = newApproval();
+      const step = { userId: first.userId, threadId: first.threadId, messageId: first.messageId, runId: first.runId, requestedAt: first.requestedAt };
+      // Ids in the reverse of the calls' order: an order by id alone lists them backwards.
+      const calls = ['e', 'd', 'c', 'b', 'a'].map((letter, index) => newApproval({ ...step, id: `${letter}-${randomUUID()}`, toolCallId: `call_${index}` }));
+      await approvals.request(calls);
+      expect((await approvals.listStep(first.threadId, first.messageId)).map((record) => record.toolCallId)).toEqual(['call_0', 'call_1', 'call_2', 'call_3', 'call_4']);
+      // Newest first: the step's last call first.
+      expect((await approvals.list(first.userId, { limit: 10, threadId: first.threadId })).map((record) => record.toolCallId)).toEqual(['call_4', 'call_3', 'call_2', 'call_1', 'call_0']);
+    });
+
     it('I16: the first decision wins atomically; a second finds it decided', async () => {
       const request = newApproval();
       await approvals.request([request]);

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Generated, Kysely, Selectable } from 'kysely';
 import type { ApprovalDecisionWrite, ApprovalRepository, NewApproval } from '../../app/approvals/approval-ports.js';
 import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, ExecutionState } from '../../domain/tools/approval.js';
 import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
@@ -26,6 +26,8 @@ interface ToolApprovalsTable {
   edited_arguments: string | null;
   execution: string;
   result: string | null;
+  /** The call's place among its step's calls (the order the model made them). */
+  position: Generated<number>;
 }
 
 export type ApprovalTables = { tool_approvals: ToolApprovalsTable };
@@ -42,7 +44,7 @@ export class SqlApprovalRepository implements ApprovalRepository {
   async request(approvals: NewApproval[]): Promise<{ records: ApprovalRecord[]; created: ApprovalRecord[] }> {
     const created: ApprovalRecord[] = [];
     const records: ApprovalRecord[] = [];
-    for (const approval of approvals) {
+    for (const [position, approval] of approvals.entries()) {
       // ON CONFLICT DO NOTHING: a replayed step (a resume, a crash) finds the request it made.
       const inserted = await this.#db
         .insertInto('tool_approvals')
@@ -62,6 +64,7 @@ export class SqlApprovalRepository implements ApprovalRepository {
           expires_at: isoForDatabase(approval.expiresAt),
           status: 'pending',
           execution: 'none',
+          position,
         })
         .onConflict((conflict) => conflict.columns(['thread_id', 'message_id', 'tool_call_id']).doNothing())
         .returningAll()
@@ -98,12 +101,12 @@ export class SqlApprovalRepository implements ApprovalRepository {
     let query = this.#db.selectFrom('tool_approvals').selectAll().where('user_id', '=', userId);
     if (options.status !== undefined) query = query.where('status', '=', options.status);
     if (options.threadId !== undefined) query = query.where('thread_id', '=', options.threadId);
-    const rows = await query.orderBy('requested_at', 'desc').orderBy('id', 'desc').limit(checkLimit(options.limit)).execute();
+    const rows = await query.orderBy('requested_at', 'desc').orderBy('position', 'desc').orderBy('id', 'desc').limit(checkLimit(options.limit)).execute();
     return rows.map(toApproval);
   }
 
   async listStep(threadId: string, messageId: string): Promise<ApprovalRecord[]> {
-    const rows = await this.#db.selectFrom('tool_approvals').selectAll().where('thread_id', '=', threadId).where('message_id', '=', messageId).orderBy('requested_at').orderBy('id').execute();
+    const rows = await this.#db.selectFrom('tool_approvals').selectAll().where('thread_id', '=', threadId).where('message_id', '=', messageId).orderBy('requested_at').orderBy('position').orderBy('id').execute();
     return rows.map(toApproval);
   }
 
