@@ -11,7 +11,7 @@ import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
 import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
 import { ContextWindow, type ContextState, type PreparedCall, type PrepareOptions } from './context/context-window.js';
 import { runSettingsOf, type ActiveRunSettings } from './run-settings.js';
-import { closeDanglingToolCalls, TOOLS_NODE, type ToolLoop } from './tool-loop/tool-loop.js';
+import { bindTools, closeDanglingToolCalls, TOOLS_NODE, type ToolLoop } from './tool-loop/tool-loop.js';
 
 /** A recalled memory, as kept in state for one model call. Plain data (I10). */
 export interface RecalledMemory {
@@ -93,12 +93,10 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
       logger.info({ threadId: run.threadId, runId: run.runId, trigger: run.trigger }, 'the autonomy model-call budget is spent: the turn ends after its tool results, without another model call');
       return {};
     }
-    const model = toolLoop ? await toolLoop.bindModel(models(run.model), state.messages, run) : models(run.model);
     // The recalled memories, the run context rule, the envelope and the summary live in
     // this call's input only; the saved history receives just the reply (and a new
-    // summary). Memories are data after the rules, never prompt text. A tool call left
-    // unanswered (a superseded approval) is closed for the model, never in history.
-    const input = await prepareChatCall(context, state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
+    // summary). Memories are data after the rules, never prompt text.
+    const { model, input } = await prepareChatCall({ context, models, toolLoop }, state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
@@ -125,14 +123,24 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
 
+export interface ChatCallDependencies {
+  context: ContextWindow;
+  models: ChatModelResolver;
+  toolLoop?: ToolLoop | undefined;
+}
+
 /**
- * A chat model call's input, prepared: the one preparation both the call itself and
+ * A chat model call, prepared: the one preparation both the call itself and
  * GET /api/threads/{id}/context go through, so the API shows exactly what the next call
- * receives (I14). A tool call left unanswered (a superseded approval, a bound that ended
- * the turn) is closed for the model, never in history.
+ * receives (I14). The tools the call binds are counted as input (their definitions reach
+ * the provider with the messages); a tool call left unanswered (a superseded approval, a
+ * bound that ended the turn) is closed for the model, never in history.
  */
-export function prepareChatCall(context: ContextWindow, state: ContextState, run: ActiveRunSettings, config: RunnableConfig, options: PrepareOptions = {}): Promise<PreparedCall> {
-  return context.prepare({ ...state, messages: closeDanglingToolCalls(state.messages) }, run, config, options);
+export async function prepareChatCall(deps: ChatCallDependencies, state: ContextState, run: ActiveRunSettings, config: RunnableConfig, options: PrepareOptions = {}) {
+  const base = deps.models(run.model);
+  const tools = deps.toolLoop ? await deps.toolLoop.offeredTools(base, state.messages, run) : [];
+  const input: PreparedCall = await deps.context.prepare({ ...state, messages: closeDanglingToolCalls(state.messages) }, run, config, { ...options, tools });
+  return { model: bindTools(base, tools), input };
 }
 
 /**

@@ -116,6 +116,7 @@ const modelInputDto = z
     inputLimit: z.number().int().describe('the most the input could take: the budget less the room kept for the answer'),
     systemTokens: z.number().int(),
     envelopeTokens: z.number().int().nullable().describe('null when the call carried no envelope'),
+    tools: z.object({ count: z.number().int(), tokens: z.number().int() }).optional().describe("the tools bound to the call, their definitions counted (absent in records from before they were)"),
     summary: z.object({ tokens: z.number().int(), coveredMessages: z.number().int(), lastMessageId: z.string() }).nullable(),
     window: z.object({
       count: z.number().int(),
@@ -248,6 +249,7 @@ export const threadContextDto = z.object({
     tokens: z.number().int(),
     note: z.string(),
   }),
+  tools: z.object({ count: z.number().int(), tokens: z.number().int() }).describe('the tools the next call binds: their definitions (name, description, parameters schema) are input too'),
   summary: z
     .object({
       text: z.string(),
@@ -273,6 +275,7 @@ export function toThreadContextDto(report: ContextReport): z.infer<typeof thread
     budget: report.budget,
     system: report.system,
     envelope: { ...report.envelope, note: ENVELOPE_NOTE },
+    tools: report.tools,
     summary: report.summary ? { ...report.summary, writtenBy: 'system' } : null,
     messages: report.messages,
     inputTokens: report.inputTokens,

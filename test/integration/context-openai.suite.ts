@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { TokenCounter } from '../../src/agent/context/token-counter.js';
+import { TokenCounter, type ToolSchema } from '../../src/agent/context/token-counter.js';
 import { SUMMARY_REQUEST_MARKER } from '../../src/domain/context/conversation-summary.js';
 import { ScriptedOpenAiServer, type RecordedRequest } from '../helpers/openai-server.js';
 import { startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
@@ -17,12 +17,14 @@ export function contextOpenAiSuite(backend: () => Backend): void {
   let provider: ScriptedOpenAiServer;
   let server: TestServer;
   const tokensOf = (request: RecordedRequest) => request.messages.reduce((sum, message) => sum + 4 + counter.text(typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? '')), 0);
+  // A request's tool definitions, as the provider receives them (it reports them in its usage too).
+  const toolTokensOf = (request: RecordedRequest) => counter.tools(((request.body.tools ?? []) as Array<{ function: ToolSchema }>).map((tool) => tool.function));
   const isSummary = (request: RecordedRequest) => String(request.messages[0]?.content ?? '').startsWith(SUMMARY_REQUEST_MARKER);
 
   beforeAll(async () => {
     provider = await ScriptedOpenAiServer.start({
       fallback: (request) => {
-        const prompt = Math.round(tokensOf(request) * 1.25);
+        const prompt = Math.round((tokensOf(request) + toolTokensOf(request)) * 1.25);
         if (isSummary(request)) return { text: `SUMMARY-${request.index}: the person talked about their garden.`, usage: { prompt_tokens: prompt, completion_tokens: 12 } };
         return { text: 'Noted, thank you.', usage: { prompt_tokens: prompt, completion_tokens: 4 } };
       },
@@ -158,5 +160,26 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     const closed = view.messages.window.find((entry: Record<string, any>) => entry.type === 'tool');
     expect(closed).toMatchObject({ id: 'closed-call_keep' });
     expect(sent.find((message) => message.role === 'tool')).toMatchObject({ tool_call_id: 'call_keep' });
+  });
+
+  it("I14: the tools bound to a call are input too: with tools and a long message, the provider's messages and tool definitions stay within the budget", async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'toolful', name: 'Toolful' } })).status).toBe(201);
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId: 'toolful' } })).body.id as string;
+    const before = provider.requests.length;
+    const response = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: `Read this: ${'the pears ripen late this year, '.repeat(600)}` } });
+    expect(response.body.run.status).toBe('succeeded');
+    const request = provider.requests.slice(before).find((candidate) => !isSummary(candidate))!;
+    const tools = request.body.tools as Array<Record<string, any>>;
+    expect(tools.length).toBeGreaterThan(0);
+    const runs = (await server.request('GET', `/api/threads/${threadId}/runs?limit=5`)).body.runs as Array<Record<string, any>>;
+    const input = (runs[0]!.modelInputs as Array<Record<string, any>>)[0]!;
+    expect(input.tools).toMatchObject({ count: tools.length, tokens: expect.any(Number) });
+    expect(input.tools.tokens).toBeGreaterThanOrEqual(toolTokensOf(request) * 0.9);
+    // The person's message was cut to the room the system prompt and the tools leave.
+    expect(String(request.messages.at(-1)!.content)).toMatch(/\[… cut to fit the context budget\]$/);
+    expect(tokensOf(request) + toolTokensOf(request)).toBeLessThanOrEqual(input.inputLimit);
+    expect(input.inputTokens).toBeLessThanOrEqual(input.inputLimit);
+    const view = (await server.request('GET', `/api/threads/${threadId}/context`)).body;
+    expect(view.tools).toEqual(input.tools);
   });
 }

@@ -3,7 +3,7 @@ import type { AgentKind } from '../../app/ports.js';
 import type { ThreadContextReader } from '../../app/context/thread-context-service.js';
 import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import type { RegisteredGraph } from '../agent-graph.js';
-import { prepareChatCall } from '../chat-graph.js';
+import { prepareChatCall, type ChatCallDependencies } from '../chat-graph.js';
 import { runConfig, runSettingsOf } from '../run-settings.js';
 import type { ContextWindow } from './context-window.js';
 
@@ -15,7 +15,12 @@ const NEXT_RUN_NONCE = 'next-run';
  * shows it: read from the thread's checkpoint, fitted exactly like a call (nothing is
  * folded or written here). Computed for a person's next message, which shows no envelope.
  */
-export function threadContextReader(context: ContextWindow, graphs: Partial<Record<AgentKind, Pick<RegisteredGraph, 'graph'>>>, defaultModel: string): ThreadContextReader {
+export function threadContextReader(
+  context: ContextWindow,
+  graphs: Partial<Record<AgentKind, Pick<RegisteredGraph, 'graph'>>>,
+  defaultModel: string,
+  chat: Omit<ChatCallDependencies, 'context'>,
+): ThreadContextReader {
   return async ({ agent, userId, threadId }) => {
     const settings = { runId: 'next', threadId, userId, agentId: agent.id, trigger: 'user' as const, model: agent.model ?? defaultModel, systemPrompt: agent.systemPrompt, nonce: NEXT_RUN_NONCE };
     const config = runConfig(settings);
@@ -25,8 +30,9 @@ export function threadContextReader(context: ContextWindow, graphs: Partial<Reco
     // Planner agents show the model only the conversation (their complete node filters the same way).
     const messages = agent.kind === 'planner' ? all.filter((message) => message.getType() === 'human' || message.getType() === 'ai') : all;
     const state = { messages, summary: values?.summary ?? null, summaryCoverage: values?.summaryCoverage ?? null };
-    // A chat agent's call is prepared by the very function its graph uses (dangling tool calls closed, …).
-    const prepared = agent.kind === 'chat' ? await prepareChatCall(context, state, runSettingsOf(config), config, { fold: false }) : await context.prepare(state, runSettingsOf(config), config, { fold: false });
+    // A chat agent's call is prepared by the very function its graph uses (its tools counted, dangling tool calls closed).
+    const prepared =
+      agent.kind === 'chat' ? (await prepareChatCall({ ...chat, context }, state, runSettingsOf(config), config, { fold: false })).input : await context.prepare(state, runSettingsOf(config), config, { fold: false });
     return prepared.report;
   };
 }

@@ -14,7 +14,7 @@ import { memoryDataBlock, type RecalledMemoryData } from '../../domain/recalled-
 import { buildModelInput, type ModelInputOptions } from '../envelope-injection.js';
 import type { ActiveRunSettings } from '../run-settings.js';
 import { summarizeMessages } from './conversation-summarizer.js';
-import { isMediaBlock, MEDIA_PLACEHOLDER, TokenCounter } from './token-counter.js';
+import { isMediaBlock, MEDIA_PLACEHOLDER, TokenCounter, type ToolSchema } from './token-counter.js';
 import { UsageCalibration } from './usage-calibration.js';
 
 /** The part of a thread's state the context window reads: every graph keeps these channels. */
@@ -62,6 +62,8 @@ export interface ContextWindowDependencies {
 export interface PrepareOptions extends ModelInputOptions {
   /** Fold when the thread outgrew its share (a model call); false only describes. */
   fold?: boolean;
+  /** The tools bound to the call: their definitions are input too, a fixed part like the system prompt. */
+  tools?: readonly ToolSchema[];
 }
 
 
@@ -103,7 +105,8 @@ export class ContextWindow {
     const budget = await this.budget(run, log);
     const factor = this.calibration.factor(run.model);
     const inputLimit = Math.floor((budget.maxTokens - budget.answerTokens) / factor);
-    const { fold: mayFold, ...givenOptions } = options;
+    const { fold: mayFold, tools = [], ...givenOptions } = options;
+    const toolsTokens = this.counter.tools(tools);
     // Recalled memories take at most their share of the input, best-ranked first (I14).
     const inputOptions: ModelInputOptions = givenOptions.recalled ? { ...givenOptions, recalled: this.fitRecalled(givenOptions.recalled, Math.floor(inputLimit * MEMORY_SHARE), log) } : givenOptions;
     const basePrompt = inputOptions.systemPrompt ?? run.systemPrompt;
@@ -132,7 +135,7 @@ export class ContextWindow {
     if (mayFold !== false) {
       const bare = frame(null);
       // The room the messages have once a full-size summary is in: the fold threshold does not move as the summary grows.
-      const room = inputLimit - bare.systemTokens - bare.envelopeTokens - budget.summaryTokens;
+      const room = inputLimit - bare.systemTokens - bare.envelopeTokens - toolsTokens - budget.summaryTokens;
       const { summaryInput, foldableTokens } = this.summaryCallRoom(run, budget, summary);
       const count = planFold(items, { budget: room, foldAt: budget.foldAt, keepRecent: budget.keepRecent, maxFoldTokens: foldableTokens });
       if (count > 0) {
@@ -163,7 +166,7 @@ export class ContextWindow {
     }
 
     const { systemTokens, envelopeTokens, systemText } = frame(summary);
-    const room = Math.max(0, inputLimit - systemTokens - envelopeTokens);
+    const room = Math.max(0, inputLimit - systemTokens - envelopeTokens - toolsTokens);
     const fit = fitWindow(items, { budget: room, humanFirst: needsHumanFirst(run.model) });
     const recent = kept.slice(covered);
     let window: BaseMessage[];
@@ -187,12 +190,13 @@ export class ContextWindow {
       cut: cut.has(index),
     }));
     const messageTokens = windowReport.reduce((sum, entry) => sum + entry.tokens, 0);
-    const inputTokens = input.messages.reduce((sum, message) => sum + this.counter.message(message).tokens, 0);
+    const inputTokens = toolsTokens + input.messages.reduce((sum, message) => sum + this.counter.message(message).tokens, 0);
     const summaryTokens = summary ? this.counter.text(summary) : 0;
     const report: ContextReport = {
       budget: { maxTokens: budget.maxTokens, source: budget.source, answerTokens: budget.answerTokens, inputLimit, usageCorrection: factor },
       system: { text: systemText, tokens: systemTokens },
       envelope: { shown: input.envelope !== undefined, tokens: input.envelope !== undefined ? envelopeTokens : 0 },
+      tools: { count: tools.length, tokens: toolsTokens },
       summary: summary ? { text: summary, tokens: summaryTokens, coverage } : null,
       messages: { inThread: priorCovered + kept.length, summarized: priorCovered + covered, trimmed: recent.length - window.length, window: windowReport, tokens: messageTokens },
       inputTokens,

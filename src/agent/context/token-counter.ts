@@ -119,6 +119,17 @@ export interface MessageTokens {
   tokensWithoutMedia?: number;
 }
 
+/** A tool as a model call binds it (its JSON takes input tokens at the provider). */
+export interface ToolSchema {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** Tokens a provider wraps each tool definition in (type, function, keys). */
+const TOOL_FRAMING_TOKENS = 8;
+const TOOLSETS = 64;
+
 export class TokenCounter {
   /** Counts of stored messages by id: a message in a checkpoint does not change under its id. */
   private readonly cache = new Map<string, MessageTokens & { key: string }>();
@@ -127,7 +138,27 @@ export class TokenCounter {
   /** Counts of message objects seen before, with the content they were counted for. */
   private readonly byObject = new WeakMap<BaseMessage, { content: unknown; counted: MessageTokens }>();
 
+  /** Counts of toolsets (the JSON of their definitions): an agent's tools rarely change between calls. */
+  private readonly toolsets = new Map<string, number>();
+
   constructor(private readonly cacheSize = 20_000) {}
+
+  /**
+   * What a call's bound tools take of its input: each tool's name, description and
+   * parameters schema as JSON, as providers send them, plus a few tokens of framing per
+   * tool. Cached per toolset.
+   */
+  tools(tools: readonly ToolSchema[]): number {
+    if (tools.length === 0) return 0;
+    const key = JSON.stringify(tools.map(({ name, description, parameters }) => ({ name, description, parameters })));
+    let count = this.toolsets.get(key);
+    if (count === undefined) {
+      count = tools.reduce((sum, { name, description, parameters }) => sum + TOOL_FRAMING_TOKENS + countText(JSON.stringify({ name, description, parameters })), 0);
+      if (this.toolsets.size >= TOOLSETS) this.toolsets.delete(this.toolsets.keys().next().value!);
+      this.toolsets.set(key, count);
+    }
+    return count;
+  }
 
   text(text: string): number {
     if (text.length === 0) return 0;

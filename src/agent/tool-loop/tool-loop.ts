@@ -10,6 +10,7 @@ import { outcomeForModel, type ApprovalRecord } from '../../domain/tools/approva
 import { awaitStepApproval, runApprovedCall, unaskableCall } from '../tools/tool-approval.js';
 import { approvalTimeoutFor, isAttended, toolModeFor, type ToolMode } from '../../domain/tools/tool-settings.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
+import type { ToolSchema } from '../context/token-counter.js';
 import type { ChatToolboxSource, RunTools } from './chat-toolbox.js';
 
 /**
@@ -45,14 +46,20 @@ export class ToolLoop {
    * tools, the model cannot call tools, or the turn used up its steps (I9: it must answer).
    */
   async bindModel(model: BaseChatModel, messages: readonly BaseMessage[], run: ActiveRunSettings): Promise<BaseChatModel | ReturnType<NonNullable<BaseChatModel['bindTools']>>> {
-    if (typeof model.bindTools !== 'function') return model;
+    return bindTools(model, await this.offeredTools(model, messages, run));
+  }
+
+  /**
+   * The tools this call binds: none when the agent offers no tools, the model cannot call
+   * tools, or the turn used up its steps (I9: it must answer).
+   */
+  async offeredTools(model: BaseChatModel, messages: readonly BaseMessage[], run: ActiveRunSettings): Promise<ToolSchema[]> {
+    if (typeof model.bindTools !== 'function') return [];
     const tools = await this.deps.tools.forAgent(run.userId, run.agentId, run);
-    if (!tools) return model;
-    if (toolStepsOfTurn(messages) >= tools.settings.maxSteps) return model;
+    if (!tools) return [];
+    if (toolStepsOfTurn(messages) >= tools.settings.maxSteps) return [];
     const attended = isAttended(run.trigger);
-    const offered = tools.toolbox.descriptors.filter((tool) => toolModeFor(tools.settings, tool.name, attended) !== 'deny');
-    if (offered.length === 0) return model;
-    return model.bindTools(offered.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.parameters } })));
+    return tools.toolbox.descriptors.filter((tool) => toolModeFor(tools.settings, tool.name, attended) !== 'deny').map(({ name, description, parameters }) => ({ name, description, parameters }));
   }
 
   /** After the model: its tool calls go to the tools node, within the turn's step bound (I9). */
@@ -262,6 +269,12 @@ function withInvalidCallsAsCalls(message: AIMessage): AIMessage {
     tool_calls: [...(message.tool_calls ?? []), ...invalid.map((call) => ({ id: call.id!, name: call.name ?? 'unknown', args: {}, type: 'tool_call' as const }))],
     invalid_tool_calls: [],
   });
+}
+
+/** The model with these tools bound (as OpenAI-style function definitions), or the model alone when there are none. */
+export function bindTools(model: BaseChatModel, tools: readonly ToolSchema[]): BaseChatModel | ReturnType<NonNullable<BaseChatModel['bindTools']>> {
+  if (tools.length === 0 || typeof model.bindTools !== 'function') return model;
+  return model.bindTools(tools.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.parameters } })));
 }
 
 /** Why a chat run stopped early (I9): its last reply still asks for tools, so a bound ended the turn. */

@@ -15,6 +15,8 @@ export interface ContextReport {
   };
   system: { text: string; tokens: number };
   envelope: { shown: boolean; tokens: number };
+  /** The tools bound to the call: their definitions (name, description, parameters schema) are input at the provider. */
+  tools: { count: number; tokens: number };
   summary: { text: string; tokens: number; coverage: SummaryCoverage | null } | null;
   messages: {
     /** Messages in the thread (every one is still in history). */
@@ -45,6 +47,8 @@ export interface ModelInputRecord {
   inputLimit: number;
   systemTokens: number;
   envelopeTokens: number | null;
+  /** The bound tools' definitions (absent in records written before they were counted). */
+  tools?: { count: number; tokens: number };
   summary: { tokens: number; coveredMessages: number; lastMessageId: string } | null;
   window: { count: number; tokens: number; firstMessageId: string | null; lastMessageId: string | null; summarized: number; trimmed: number; cut: boolean; mediaReplaced: number };
 }
@@ -58,6 +62,7 @@ export function modelInputRecordOf(report: ContextReport, at: string, model: str
     inputLimit: report.budget.inputLimit,
     systemTokens: report.system.tokens,
     envelopeTokens: report.envelope.shown ? report.envelope.tokens : null,
+    tools: report.tools,
     summary: report.summary ? { tokens: report.summary.tokens, coveredMessages: report.summary.coverage?.messageCount ?? 0, lastMessageId: report.summary.coverage?.lastMessageId ?? '' } : null,
     window: {
       count: window.length,
