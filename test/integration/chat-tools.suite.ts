@@ -378,6 +378,36 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(await memories(agentId)).toEqual([]);
   });
 
+  it("I16: a person's message after a decision, before the resume ran: the approved call runs once and the rejection is told before the message is answered; only the undecided call is superseded", async () => {
+    const calls = [{ id: 'call_yes', content: 'likes figs' }, { id: 'call_no', content: 'likes plums' }, { id: 'call_open', content: 'likes kiwis' }];
+    const { agentId, threadId, approvals, lastRequest } = await waitingApproval(askMemoryWrite, calls);
+    const byCall = Object.fromEntries(approvals.map((approval) => [approval.toolCallId, approval.id as string]));
+    // Decided, the resume not yet run: recorded as a person's decisions are, without the resume job the service schedules after.
+    const records = new SqlApprovalRepository((server.storage as SqlStorage).context);
+    const decidedAt = new Date().toISOString();
+    expect(await records.decide(byCall.call_yes!, { status: 'approved', decidedBy: ALICE.id, channel: 'api', decidedAt })).toBeDefined();
+    expect(await records.decide(byCall.call_no!, { status: 'rejected', decidedBy: ALICE.id, channel: 'api', decidedAt, message: 'not the plums' })).toBeDefined();
+    respond((request) => (isPerson(request, 'Something else') ? { text: 'Answering the new message.' } : { text: `Results: ${toolResults(request).map((result) => result.content).join(' | ')}` }));
+    const body = await say(threadId, 'Something else');
+    expect(body.run.status).toBe('succeeded');
+    expect(body.messages.at(-1).content).toBe('Answering the new message.');
+    expect(await memories(agentId)).toEqual(['likes figs']);
+    const statusOf = async (id: string) => (await server.request('GET', `/api/approvals/${id}`)).body as Json;
+    expect(await statusOf(byCall.call_yes!)).toMatchObject({ status: 'approved', executed: true });
+    expect(await statusOf(byCall.call_no!)).toMatchObject({ status: 'rejected', message: 'not the plums' });
+    expect(await statusOf(byCall.call_open!)).toMatchObject({ status: 'superseded', channel: 'system' });
+    // What the model was told when it answered the person: the truth of each call.
+    const answered = lastRequest();
+    expect(lastOf(answered).content).toBe('Something else');
+    const resultOf = (id: string) => toolResults(answered).find((result) => result.tool_call_id === id)!.content as string;
+    expect(resultOf('call_yes')).not.toContain('before deciding');
+    expect(resultOf('call_yes')).toContain('saved');
+    expect(resultOf('call_no')).toContain('not the plums');
+    expect(resultOf('call_open')).toContain('sent a new message before deciding');
+    // The approved call ran once: a late resume finds nothing to do.
+    expect(await memories(agentId)).toEqual(['likes figs']);
+  });
+
   it('I16: two parallel calls, one rejected: the run resumes only when both are decided and the approved one runs', async () => {
     const calls = [{ id: 'call_one', content: 'likes cats' }, { id: 'call_two', content: 'likes dogs' }];
     const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval(askMemoryWrite, calls);

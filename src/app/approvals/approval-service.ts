@@ -220,7 +220,16 @@ export class ApprovalService implements ApprovalGate {
     return records;
   }
 
-  /** A person's message on the thread makes its pending calls moot (recorded; the model is told). */
+  /**
+   * A person's message on the thread. Its pending calls become moot (superseded, recorded;
+   * the model is told). Calls already decided are not: a person who approved a call meant
+   * it, so when the step the thread waits on has calls decided (approved, edited, rejected
+   * or expired) whose resume has not run yet, that step is resumed now, before the
+   * message's own run: the approved calls run (once, I16), a rejection reaches the model as
+   * the person's, a superseded call as superseded, and the message is then answered by a
+   * model that knows what happened. A step whose calls were all still pending is left to
+   * the message's run, as before.
+   */
   async supersedeThread(threadId: string, userId: string): Promise<void> {
     for (const record of await this.deps.repository.listPending({ threadId })) {
       const decided = await this.deps.repository.decide(record.id, { status: 'superseded', decidedBy: userId, channel: 'system', decidedAt: this.deps.clock.now().toISOString(), message: 'the person sent a new message' });
@@ -228,6 +237,17 @@ export class ApprovalService implements ApprovalGate {
       this.deps.logger.info({ threadId, approvalId: record.id, tool: record.tool }, 'approval superseded by a person\'s message');
       this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: 'superseded', channel: 'system' });
       await this.disarmDeadline(decided);
+    }
+    const [newest] = await this.deps.repository.list(userId, { limit: 1, threadId });
+    if (!newest) return;
+    const step = await this.deps.repository.listStep(threadId, newest.messageId);
+    if (step.some((call) => call.status === 'pending') || step.every((call) => call.status === 'superseded')) return;
+    // Only while the checkpoint still waits on the step (resume admits so): a step resumed already is not resumed again.
+    try {
+      await this.resume(newest);
+    } catch (error) {
+      // The message is answered either way; the step's resume job (durable) is still due.
+      this.deps.logger.error({ err: error, threadId, approvalId: newest.id }, 'could not resume the decided step before a person\'s message');
     }
   }
 
@@ -298,6 +318,11 @@ export class ApprovalService implements ApprovalGate {
   private async onResume(job: DueJob): Promise<void> {
     const record = await this.deps.repository.getById(String(job.payload.approvalId));
     if (!record) return;
+    await this.resume(record);
+  }
+
+  /** Resume the run that waits on the record's step, if the thread's checkpoint still waits on it. */
+  private async resume(record: ApprovalRecord): Promise<void> {
     const { storage, coordinator, clock } = this.deps;
     const agent = await storage.agents.get(record.userId, record.agentId);
     const waitingRun = await storage.runs.get(record.userId, record.runId);
