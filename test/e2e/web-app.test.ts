@@ -6,6 +6,9 @@ import AxeBuilder from '@axe-core/playwright';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { AIMessageChunk, type BaseMessage } from '@langchain/core/messages';
+import { ChatGenerationChunk } from '@langchain/core/outputs';
+import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
 import { DemoChatModel } from '../../src/adapters/llm/demo-chat-model.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { NONCE_PLACEHOLDER } from '../../src/domain/envelope/envelope-visibility.js';
@@ -27,6 +30,32 @@ const quickFollowUps = (delayMs: number): Json => ({
   minDelayMs: 10,
   maxPerSilence: 1,
 });
+
+/**
+ * A model whose first stream breaks off after half a reply (the server retracts what it
+ * streamed and retries); the retry waits until the test releases it, then answers whole.
+ */
+class CutShortModel extends ScriptedChatModel {
+  private attempts = 0;
+  private open!: () => void;
+  private readonly opened = new Promise<void>((resolve) => (this.open = resolve));
+
+  release(): void {
+    this.open();
+  }
+
+  override async *_streamResponseChunks(_messages: BaseMessage[], _options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+    this.attempts += 1;
+    const first = this.attempts === 1;
+    if (!first) await this.opened;
+    for (const token of first ? ['Half ', 'an ', 'answer ', 'and '] : ['The ', 'whole ', 'answer.']) {
+      const chunk = new ChatGenerationChunk({ text: token, message: new AIMessageChunk({ content: token }) });
+      yield chunk;
+      await runManager?.handleLLMNewToken(token, undefined, undefined, undefined, undefined, { chunk });
+    }
+    if (first) throw new Error('connection reset by peer');
+  }
+}
 
 /** The web app in a real browser (Debian's chromium) against a real server on SQLite with the demo model. */
 describe.skipIf(!browserAvailable())('web app in a browser', () => {
@@ -751,5 +780,68 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       expect((await withTools.request('GET', `/api/approvals/${pending!.id}`)).body.status).toBe('approved');
       await page.close();
     });
+  });
+
+  describe('a long thread, cut replies, newcomers, failures and focus', () => {
+    const CAROL = { id: 'carol', token: 'carol-token-0123456789' };
+    let fx: TestServer;
+    let fragileDown = false;
+    const cut = new CutShortModel();
+
+    beforeAll(async () => {
+      // openai:cut streams half a reply then breaks (and its retry waits for the test); openai:fragile fails while fragileDown; the rest answer at once.
+      fx = await startTestServer(
+        { kind: 'sqlite' },
+        {
+          environment: { VIGIL_AUTH_TOKENS: `${ALICE.id}:${ALICE.token},${BOB.id}:${BOB.token},${CAROL.id}:${CAROL.token}` },
+          autonomy: { retryBackoffMs: 20 },
+          models: (spec) =>
+            spec === 'openai:cut' ? cut : spec === 'openai:fragile' && fragileDown ? new FakeStreamingChatModel({ thrownErrorString: 'provider is down' }) : new DemoChatModel({ tokenDelayMs: 0 }),
+        },
+      );
+    });
+    afterAll(async () => {
+      cut.release();
+      await fx?.destroy();
+    });
+
+    async function openAs(token: string, hash: string): Promise<Page> {
+      const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+      await context.addInitScript((stored) => localStorage.setItem('vigil.token', stored), token);
+      const page = await context.newPage();
+      page.on('close', () => void context.close().catch(() => undefined));
+      page.on('pageerror', (error) => console.error('page error:', error.message));
+      await page.goto(`${fx.url}/${hash}`);
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+      return page;
+    }
+
+    async function thread(body: Json, token = ALICE.token): Promise<string> {
+      const response = await fx.request('POST', '/api/threads', { token, body });
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      return response.body.id as string;
+    }
+
+    const LOG = "document.querySelector('[role=log]')";
+    const fromBottom = async (page: Page) => (await page.evaluate(`${LOG}.scrollHeight - ${LOG}.scrollTop - ${LOG}.clientHeight`)) as number;
+    const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
+    const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+
+    it('the page has an inline icon: nothing it asks for is missing (no /favicon.ico 404)', async () => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const missing: string[] = [];
+      page.on('response', (response) => {
+        if (response.status() === 404) missing.push(response.url());
+      });
+      await page.goto(`${fx.url}/`);
+      await page.getByLabel('Access token').waitFor();
+      await page.waitForLoadState('networkidle');
+      expect(await page.locator('link[rel="icon"]').count()).toBe(1);
+      expect(await page.locator('link[rel="icon"]').getAttribute('href')).toMatch(/^data:image\//);
+      expect(missing).toEqual([]);
+      await context.close();
+    });
+
   });
 });
