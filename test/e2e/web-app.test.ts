@@ -827,6 +827,15 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
     const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
 
+    it('opening a thread puts the keyboard focus in its message box', async () => {
+      await thread({ title: 'Focus me' });
+      const page = await openAs(ALICE.token, '#chat');
+      await page.getByRole('complementary', { name: 'Threads' }).getByRole('button', { name: /^Focus me/ }).click();
+      await page.getByRole('textbox', { name: 'Message' }).waitFor();
+      await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === 'message', 5_000, 'the focus in the message box');
+      await page.close();
+    });
+
     it('the page has an inline icon: nothing it asks for is missing (no /favicon.ico 404)', async () => {
       const context = await browser.newContext();
       const page = await context.newPage();

@@ -242,6 +242,7 @@ function Conversation({
   const [text, setText] = useState('');
   const lastSent = useRef<string | undefined>(undefined);
   const logRef = useRef<HTMLDivElement>(null);
+  const composerRef = useRef<HTMLTextAreaElement>(null);
   const agent = agents.find((candidate) => candidate.id === thread.agentId);
 
   const loadRuns = useCallback(async () => {
@@ -264,6 +265,11 @@ function Conversation({
     void loadRuns();
     markSeen(thread.id);
   }, [loadHistory, loadRuns, thread.id]);
+
+  // A thread opened is a thread to write in: the keyboard lands in its message box.
+  useEffect(() => {
+    composerRef.current?.focus();
+  }, [thread.id]);
 
   // Back after a dropped connection: what came in beyond the server's replay window is in history.
   useEffect(
@@ -411,6 +417,7 @@ function Conversation({
           Message
         </label>
         <textarea
+          ref={composerRef}
           id="message"
           name="message"
           rows={2}
