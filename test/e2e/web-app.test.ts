@@ -852,5 +852,24 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await context.close();
     });
 
+    it('the agent form takes the focus at its first field, and after a refusal at the first field in error', async () => {
+      const page = await openAs(ALICE.token, '#agents');
+      await page.getByRole('button', { name: 'New agent' }).click();
+      const form = page.getByRole('form', { name: 'New agent' });
+      await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === 'agent-id', 5_000, 'the focus on the Id field');
+      await form.getByLabel('Id').fill('Not Valid!');
+      await form.getByLabel('Name').fill('Focused');
+      await form.getByLabel('Model').fill('gpt-4');
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await form.locator('#agent-id-error').waitFor();
+      await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === 'agent-id', 5_000, 'the focus on the refused Id');
+      await expect(form.getByLabel('Id').getAttribute('aria-describedby')).resolves.toContain('agent-id-error');
+      await form.getByLabel('Id').fill('focused');
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await form.locator('#agent-id-error').waitFor({ state: 'detached' });
+      await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === 'agent-model', 5_000, 'the focus on the refused Model');
+      await page.close();
+    });
+
   });
 });

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type AgentTools, type AutonomyPolicy, type PlannerSettings } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
 
@@ -57,6 +57,17 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
   const [planner, setPlanner] = useState<{ settings: PlannerSettings; tools: AgentTools } | undefined>();
   const [plannerError, setPlannerError] = useState<string | undefined>();
   const isPlanner = agent?.kind === 'planner';
+  const formRef = useRef<HTMLFormElement>(null);
+  const loading = Boolean(agent && (!policy || (isPlanner && !planner)));
+  // Opened: the keyboard starts at the first field.
+  useEffect(() => {
+    if (!loading) formRef.current?.querySelector<HTMLElement>('input, select, textarea')?.focus();
+  }, [loading]);
+  // Refused: the keyboard goes to the first field in error (or to the message above the form).
+  useEffect(() => {
+    if (!error && !plannerError) return;
+    formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"], .form-error')?.focus();
+  }, [error, plannerError]);
   useEffect(() => {
     if (!agent) return;
     void api<{ policy: AutonomyPolicy }>('GET', `/api/agents/${agent.id}/autonomy`).then((answer) => setPolicy(answer.policy));
@@ -66,10 +77,11 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
       );
     }
   }, [agent]);
-  if (agent && (!policy || (isPlanner && !planner))) return <p>Loading…</p>;
+  if (loading) return <p>Loading…</p>;
 
   return (
     <form
+      ref={formRef}
       className="form"
       aria-label={agent ? `Edit ${agent.name}` : 'New agent'}
       noValidate
@@ -122,7 +134,11 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
       }}
     >
       <h2>{agent ? `Edit ${agent.name}` : 'New agent'}</h2>
-      {formError(error, PATHS) && <p role="alert" className="field-error">{formError(error, PATHS)}</p>}
+      {formError(error, PATHS) && (
+        <p role="alert" className="field-error form-error" tabIndex={-1}>
+          {formError(error, PATHS)}
+        </p>
+      )}
       {!agent && (
         <Field id="agent-id" label="Id" error={fieldError(error, '/id')} hint="lowercase letters, digits, _ and -">
           <input id="agent-id" name="id" required aria-invalid={Boolean(fieldError(error, '/id'))} />

@@ -1,12 +1,24 @@
-import type { ReactNode } from 'react';
+import { cloneElement, isValidElement, type ReactElement, type ReactNode } from 'react';
 import { ApiError } from './api.js';
 
-/** A labelled control with the server's validation message for its path next to it. */
+/**
+ * A labelled control with the server's validation message for its path next to it. A
+ * plain control (input, select, textarea) is described by its hint and error and marked
+ * invalid while it has one, so a screen reader reads why when it reaches it.
+ */
 export function Field({ id, label, error, children, hint }: { id: string; label: string; error?: string | undefined; hint?: string; children: ReactNode }) {
+  const describedBy = [hint ? `${id}-hint` : undefined, error ? `${id}-error` : undefined].filter(Boolean).join(' ');
+  const control =
+    isValidElement(children) && typeof children.type === 'string'
+      ? cloneElement(children as ReactElement<Record<string, unknown>>, {
+          ...(describedBy ? { 'aria-describedby': describedBy } : {}),
+          'aria-invalid': Boolean(error),
+        })
+      : children;
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
-      {children}
+      {control}
       {hint && <p className="muted" id={`${id}-hint`}>{hint}</p>}
       {error && (
         <p className="field-error" id={`${id}-error`} role="alert">
