@@ -827,6 +827,21 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
     const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
 
+    it('"New thread" refused by the server says so', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'ephemeral', name: 'Ephemeral' } })).status).toBe(201);
+      const page = await openAs(ALICE.token, '#chat');
+      await page.getByLabel('Agent for a new thread').selectOption('ephemeral');
+      // Deleted elsewhere after this page listed it.
+      expect((await fx.request('DELETE', '/api/agents/ephemeral')).status).toBe(204);
+      const refused = await fx.request('POST', '/api/threads', { body: { agentId: 'ephemeral' } });
+      expect(refused.status).toBe(404);
+      await page.getByRole('button', { name: 'New thread' }).click();
+      const alert = page.getByRole('complementary', { name: 'Threads' }).getByRole('alert');
+      await alert.waitFor({ timeout: 5_000 });
+      await expect(alert.textContent()).resolves.toContain(refused.body.error.code);
+      await page.close();
+    });
+
     it('opening a thread puts the keyboard focus in its message box', async () => {
       await thread({ title: 'Focus me' });
       const page = await openAs(ALICE.token, '#chat');

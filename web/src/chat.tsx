@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
-import { AgentSelect } from './shared.js';
+import { AgentSelect, ErrorNote } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
@@ -35,6 +35,8 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
   const [focusRun, setFocusRun] = useState<string | undefined>();
   const [showInternal, setShowInternal] = useState(false);
   const [newAgent, setNewAgent] = useState('');
+  const [createError, setCreateError] = useState<unknown>();
+  const [creating, setCreating] = useState(false);
 
   const reloadThreads = useCallback(async () => {
     setThreads((await api<{ threads: Thread[] }>('GET', '/api/threads?limit=100')).threads);
@@ -66,9 +68,17 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
   };
 
   const create = async () => {
-    const thread = await api<Thread>('POST', '/api/threads', newAgent ? { agentId: newAgent } : {});
-    await reloadThreads();
-    open(thread.id);
+    setCreating(true);
+    try {
+      const thread = await api<Thread>('POST', '/api/threads', newAgent ? { agentId: newAgent } : {});
+      setCreateError(undefined);
+      await reloadThreads().catch(() => undefined); // the list polls again; the new thread opens anyway
+      open(thread.id);
+    } catch (failure) {
+      setCreateError(failure);
+    } finally {
+      setCreating(false);
+    }
   };
 
   const current = threads.find((thread) => thread.id === selected);
@@ -79,9 +89,10 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
         <div className="new-thread">
           <label htmlFor="new-thread-agent">Agent for a new thread</label>
           <AgentSelect id="new-thread-agent" agents={agents} withDefault value={newAgent} onChange={setNewAgent} />
-          <button type="button" onClick={() => void create()}>
+          <button type="button" disabled={creating} onClick={() => void create()}>
             New thread
           </button>
+          <ErrorNote error={createError} prefix="No new thread:" />
         </div>
         <ul className="thread-list">
           {threads.map((thread) => (
