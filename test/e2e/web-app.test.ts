@@ -827,6 +827,18 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
     const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
 
+    it('a 401 from the API (the token no longer accepted) returns the person to sign in, saying why', async () => {
+      const page = await openAs(ALICE.token, '#chat');
+      await page.getByRole('button', { name: 'New thread' }).waitFor();
+      // The session ends elsewhere: the token this page holds is no longer accepted.
+      await page.evaluate("localStorage.setItem('vigil.token', 'revoked-token-0123456789')");
+      await page.getByRole('link', { name: 'Schedules' }).click();
+      await page.getByLabel('Access token').waitFor({ timeout: 5_000 });
+      await expect(page.getByRole('alert').textContent()).resolves.toMatch(/sign in again/i);
+      expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
+      await page.close();
+    });
+
     it('"New thread" refused by the server says so', async () => {
       expect((await fx.request('POST', '/api/agents', { body: { id: 'ephemeral', name: 'Ephemeral' } })).status).toBe(201);
       const page = await openAs(ALICE.token, '#chat');

@@ -68,6 +68,14 @@ export class ApiError extends Error {
   }
 }
 
+const unauthorizedListeners = new Set<() => void>();
+
+/** Told of every 401 from the API: the token is gone or no longer accepted. */
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.add(listener);
+  return () => unauthorizedListeners.delete(listener);
+}
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = {};
   const token = storedToken();
@@ -75,6 +83,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   if (response.status === 204) return undefined as T;
+  if (response.status === 401) for (const listener of unauthorizedListeners) listener();
   const parsed = (await response.json().catch(() => null)) as unknown;
   if (!response.ok) {
     const error = (parsed as ErrorBody | null)?.error;

@@ -1,5 +1,5 @@
-import { useEffect, useMemo, useState } from 'react';
-import { api, ApiError, LiveConnection, storeToken, storedToken, type Agent } from './api.js';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { api, ApiError, LiveConnection, onUnauthorized, storeToken, storedToken, type Agent } from './api.js';
 import { ChatView } from './chat.js';
 import { AgentsView } from './agents.js';
 import { SchedulesView } from './schedules.js';
@@ -22,6 +22,8 @@ export function App() {
   const [agents, setAgents] = useState<Agent[]>([]);
   const [view, setView] = useState<View>(() => (VIEWS.find((entry) => `#${entry.id}` === location.hash.split('/')[0])?.id ?? 'chat'));
   const [signInError, setSignInError] = useState<string | undefined>();
+  const signedIn = useRef(false);
+  signedIn.current = state === 'signed-in';
 
   const reloadAgents = async () => setAgents((await api<{ agents: Agent[] }>('GET', '/api/agents')).agents);
 
@@ -40,6 +42,19 @@ export function App() {
   useEffect(() => {
     void check();
   }, []);
+
+  // Any 401 once signed in (the token revoked, replaced or removed elsewhere): back to sign-in, saying why.
+  useEffect(
+    () =>
+      onUnauthorized(() => {
+        if (!signedIn.current) return;
+        signedIn.current = false;
+        storeToken(null);
+        setSignInError('Your session has ended: the server no longer accepts your token. Sign in again.');
+        setState('signed-out');
+      }),
+    [],
+  );
 
   useEffect(() => {
     const onHash = () => setView(VIEWS.find((entry) => `#${entry.id}` === location.hash.split('/')[0])?.id ?? 'chat');
@@ -68,7 +83,7 @@ export function App() {
           }}
         >
           <label htmlFor="token">Access token</label>
-          <input id="token" name="token" type="password" autoComplete="current-password" required aria-describedby={signInError ? 'token-error' : undefined} />
+          <input id="token" name="token" type="password" autoComplete="current-password" required autoFocus aria-invalid={Boolean(signInError)} aria-describedby={signInError ? 'token-error' : undefined} />
           {signInError && (
             <p id="token-error" role="alert" className="field-error">
               {signInError}
