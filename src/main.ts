@@ -243,7 +243,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const { run } = outcome;
       if (run.endedAt) metrics.runEnded({ trigger: run.trigger, status: run.status, seconds: (Date.parse(run.endedAt) - Date.parse(run.startedAt)) / 1000 });
     });
-    const agents = new AgentService(storage, clock, options.demoAgent && config.model === 'demo' ? demoDefaultAgent() : undefined);
+    const agents = new AgentService(storage, clock, options.demoAgent && config.model === 'demo' ? demoDefaultAgent() : undefined, (text) => contextWindow.counter.text(text));
     const conversations = new ConversationService(storage, agents, coordinator, clock, logger);
     if (listener) stopCancelListening = await conversations.cancelAcrossInstances(new PostgresRunCancellations({ db: storage.context.db, listener, schema: config.databaseSchema, logger }));
     const memories = new MemoryService(storage, agents, clock);

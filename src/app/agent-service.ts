@@ -1,4 +1,5 @@
 import { AUTONOMY_SETTINGS_KEY, autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
+import { systemPromptOverBudget } from '../domain/context/context-settings.js';
 import { VigilError } from '../domain/errors.js';
 import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
@@ -61,7 +62,15 @@ export class AgentService {
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly defaultAgent: DefaultAgentTemplate = PLAIN_DEFAULT,
+    /** Counts a text's tokens as the context window does (a rough count when not given). */
+    private readonly countTokens: (text: string) => number = (text) => Math.ceil(text.length / 4),
   ) {}
+
+  /** A system prompt over its share of the agent's own context budget never reaches a run (I14). */
+  private checkPromptFits(systemPrompt: string, settings: Record<string, unknown>): void {
+    const problem = systemPromptOverBudget(systemPrompt, settings, this.countTokens);
+    if (problem !== null) throw new VigilError('VALIDATION_FAILED', problem);
+  }
 
   /** Register cleanup run before an agent is deleted. */
   onDelete(hook: AgentDeletedHook): void {
@@ -69,6 +78,7 @@ export class AgentService {
   }
 
   create(userId: string, input: CreateAgentInput): Promise<AgentRecord> {
+    this.checkPromptFits(input.systemPrompt, input.settings ?? {});
     return this.storage.agents.create({ ...input, userId }, this.clock.now().toISOString());
   }
 
@@ -89,6 +99,10 @@ export class AgentService {
       const checked = toolSettingsSchema.safeParse(value);
       if (!checked.success) throw new VigilError('VALIDATION_FAILED', `invalid tool settings: ${checked.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`);
     }
+    if (key === 'context') {
+      const agent = await this.get(userId, agentId);
+      this.checkPromptFits(agent.systemPrompt, { ...agent.settings, context: value });
+    }
     const agent = await this.storage.agents.updateSetting(userId, agentId, key, value, this.clock.now().toISOString());
     if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
     return agent;
@@ -96,6 +110,9 @@ export class AgentService {
 
   /** Change the agent's own fields and, when given, features' settings (validated at the boundary); AGENT_NOT_FOUND when it is not the user's. */
   async update(userId: string, agentId: string, changes: AgentChanges, settings: ReadonlyArray<{ key: string; value: unknown }> = []): Promise<AgentRecord> {
+    const current = await this.get(userId, agentId);
+    const settingsAfter = { ...current.settings, ...Object.fromEntries(settings.map((setting) => [setting.key, setting.value])) };
+    this.checkPromptFits(changes.systemPrompt ?? current.systemPrompt, settingsAfter);
     const now = this.clock.now().toISOString();
     let agent = await this.storage.agents.update(userId, agentId, changes, now);
     for (const setting of settings) if (agent) agent = await this.storage.agents.updateSetting(userId, agentId, setting.key, setting.value, now);

@@ -232,4 +232,22 @@ export function contextWindowSuite(backend: () => Backend): void {
     await server.request('POST', '/api/threads', { body: {}, token: BOB.token });
     expect((await server.request('GET', '/api/agents/default/context', { token: BOB.token })).body.maxTokens).toBeUndefined();
   });
+
+  it("I14, I11: an agent whose system prompt takes more than half of its own input budget is refused with VALIDATION_FAILED, whichever changes (prompt or budget)", async () => {
+    const long = 'Always answer in the voice of a careful gardener who explains every step. '.repeat(260); // ~19,000 characters
+    const created = await server.request('POST', '/api/agents', { body: { id: 'verbose', name: 'Verbose', systemPrompt: long } });
+    expect(created.status).toBe(201); // no budget of its own: the server's is checked at run time
+    const lowered = await server.request('PUT', '/api/agents/verbose/context', { body: { maxTokens: 1000 } });
+    expect(lowered.status).toBe(400);
+    expect(lowered.body.error.code).toBe('VALIDATION_FAILED');
+    expect(lowered.body.error.message).toMatch(/system prompt takes \d+ tokens, more than half of the agent's input budget \(400 of 800/);
+    expect((await server.request('GET', '/api/agents/verbose/context')).body.maxTokens).toBeUndefined();
+
+    expect((await server.request('PATCH', '/api/agents/verbose', { body: { systemPrompt: 'Be brief.' } })).status).toBe(200);
+    expect((await server.request('PUT', '/api/agents/verbose/context', { body: { maxTokens: 1000 } })).status).toBe(200);
+    const lengthened = await server.request('PATCH', '/api/agents/verbose', { body: { systemPrompt: long } });
+    expect(lengthened.status).toBe(400);
+    expect(lengthened.body.error.code).toBe('VALIDATION_FAILED');
+    expect((await server.request('GET', '/api/agents/verbose')).body.systemPrompt).toBe('Be brief.');
+  });
 }

@@ -181,6 +181,27 @@ describe('I14: the context window of one model call', () => {
     expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
   });
 
+  it('I14: a system prompt alone over the budget (a server budget lowered under it) is cut to its share with a mark, warned once per run', async () => {
+    const { window, config, run, logs } = setup({ maxTokens: 1000 });
+    const prompt = 'Always answer in the voice of a careful gardener who explains every step. '.repeat(260);
+    const long = { ...run, systemPrompt: prompt };
+    const messages = [human('How deep do I plant garlic?')];
+    const first = await window.prepare({ messages, summary: null, summaryCoverage: null }, long, config);
+    const second = await window.prepare({ messages: [...messages, ai('Five centimetres.'), human('And tulips?')], summary: null, summaryCoverage: null }, long, config);
+    for (const prepared of [first, second]) {
+      expect(prepared.report.inputTokens).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+      expect(tokensOf(prepared.messages)).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+      expect(prepared.report.system.text).toContain('[… system prompt cut to fit the context budget]');
+      const mark = '[… system prompt cut to fit the context budget]';
+      const cutPrompt = prepared.report.system.text.slice(0, prepared.report.system.text.indexOf(mark) + mark.length);
+      expect(prompt.startsWith(cutPrompt.slice(0, 200))).toBe(true);
+      expect(counter.text(cutPrompt)).toBeLessThanOrEqual(prepared.report.budget.inputLimit / 2);
+      // The person's message is sent whole.
+      expect(prepared.messages.at(-1)!.content).toBe(prepared === first ? 'How deep do I plant garlic?' : 'And tulips?');
+    }
+    expect(logs.filter((line) => line.msg === 'the system prompt is over its share of the context budget; cut to fit, with a mark')).toHaveLength(1);
+  });
+
   it("I14: the provider's reported input usage corrects later counts", async () => {
     const { window, config, run } = setup({ maxTokens: 2000 });
     const state: ContextState = { messages: Array.from({ length: 30 }, (_, index) => (index % 2 ? ai(words(40, `a${index}`)) : human(words(40, `h${index}`)))), summary: null, summaryCoverage: null };

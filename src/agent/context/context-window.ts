@@ -3,7 +3,7 @@ import { BUDGETED_TRIGGERS } from '../../domain/autonomy/autonomous-triggers.js'
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
 import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.js';
-import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, type ContextBudget } from '../../domain/context/context-settings.js';
+import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, SYSTEM_PROMPT_SHARE, type ContextBudget } from '../../domain/context/context-settings.js';
 import { modelInputRecordOf, type ContextReport, type ModelInputRecord } from '../../domain/context/context-report.js';
 import { summaryInstruction, summaryRequestText, withSummarySection, type SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import { fitWindow, planFold, unitsOf, type FitItem, type FitKind } from '../../domain/context/fit-window.js';
@@ -77,6 +77,8 @@ export interface PrepareOptions extends ModelInputOptions {
 export class ContextWindow {
   readonly counter: TokenCounter;
   private readonly calibration = new UsageCalibration();
+  /** Runs already warned that their system prompt was cut (a warning a run, not a call). */
+  private readonly warnedRuns = new Set<string>();
 
   constructor(private readonly deps: ContextWindowDependencies) {
     this.counter = deps.counter ?? new TokenCounter();
@@ -109,7 +111,7 @@ export class ContextWindow {
     const toolsTokens = this.counter.tools(tools);
     // Recalled memories take at most their share of the input, best-ranked first (I14).
     const inputOptions: ModelInputOptions = givenOptions.recalled ? { ...givenOptions, recalled: this.fitRecalled(givenOptions.recalled, Math.floor(inputLimit * MEMORY_SHARE), log) } : givenOptions;
-    const basePrompt = inputOptions.systemPrompt ?? run.systemPrompt;
+    const basePrompt = this.fitSystemPrompt(inputOptions.systemPrompt ?? run.systemPrompt, Math.floor(inputLimit * SYSTEM_PROMPT_SHARE), run, mayFold !== false, log);
     // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
     const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
     let summary = state.summary;
@@ -275,6 +277,23 @@ export class ContextWindow {
   }
 
   /**
+   * The system prompt as this call sends it: whole while it takes at most its share of the
+   * input, else cut to it with a visible mark (a budget lowered, or a model's smaller
+   * window, under a long prompt; agents whose own budget it exceeds are refused at the
+   * API). Warned once per run; the API's preview (`warn` false) does not warn.
+   */
+  private fitSystemPrompt(prompt: string, share: number, run: ActiveRunSettings, warn: boolean, log: Logger): string {
+    const tokens = this.counter.text(prompt);
+    if (tokens <= share) return prompt;
+    if (warn && !this.warnedRuns.has(run.runId)) {
+      if (this.warnedRuns.size >= 1000) this.warnedRuns.delete(this.warnedRuns.values().next().value!);
+      this.warnedRuns.add(run.runId);
+      log.warn({ agentId: run.agentId, systemPromptTokens: tokens, share }, 'the system prompt is over its share of the context budget; cut to fit, with a mark');
+    }
+    return `${this.counter.truncate(prompt, Math.max(0, share - this.counter.text(SYSTEM_PROMPT_CUT_MARK) - 2))}${SYSTEM_PROMPT_CUT_MARK}`;
+  }
+
+  /**
    * The recalled memories that fit `room` tokens as their data block: best-ranked first,
    * the rest left out; when not even the first fits, its text is cut, marked.
    */
@@ -364,6 +383,8 @@ export class ContextWindow {
     return copyWithContent(light, `${text}${mark}`);
   }
 }
+
+export const SYSTEM_PROMPT_CUT_MARK = '\n[… system prompt cut to fit the context budget]';
 
 /** The most of a call's input recalled memories may take. */
 const MEMORY_SHARE = 0.2;

@@ -77,3 +77,23 @@ export function resolveContextBudget({ settings, serverMaxTokens, modelWindow }:
   const summaryTokens = Math.max(200, Math.min(2000, Math.floor(maxTokens * 0.15)));
   return { maxTokens, source, answerTokens, summaryTokens, foldAt: settings.foldAt, keepRecent: settings.keepRecent, summaryModel: settings.summaryModel };
 }
+
+/** The most of a call's input the agent's system prompt may take: a longer one is cut at run time, and refused at the API where the agent's own budget is known. */
+export const SYSTEM_PROMPT_SHARE = 0.5;
+
+/**
+ * Why an agent's system prompt cannot be accepted under its own context budget (I14):
+ * it takes more than its share of the input (context.maxTokens less the answer's room);
+ * null when it fits, or the agent sets no budget of its own (the server's, or the
+ * model's window, is checked at run time, where the prompt is cut to fit).
+ */
+export function systemPromptOverBudget(systemPrompt: string, agentSettings: Record<string, unknown>, countTokens: (text: string) => number): string | null {
+  const parsed = contextSettingsSchema.safeParse(agentSettings.context ?? {});
+  if (!parsed.success || parsed.data.maxTokens === undefined) return null;
+  const budget = resolveContextBudget({ settings: parsed.data });
+  const input = budget.maxTokens - budget.answerTokens;
+  const limit = Math.floor(input * SYSTEM_PROMPT_SHARE);
+  const tokens = countTokens(systemPrompt);
+  if (tokens <= limit) return null;
+  return `the system prompt takes ${tokens} tokens, more than half of the agent's input budget (${limit} of ${input}: context.maxTokens ${budget.maxTokens} less ${budget.answerTokens} for the answer); shorten the prompt or raise context.maxTokens`;
+}
