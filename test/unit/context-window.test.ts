@@ -158,6 +158,33 @@ describe('I14: the context window of one model call', () => {
     expect(openai.messages.length).toBeGreaterThanOrEqual(fitted.messages.length);
   });
 
+  it("I14: for Anthropic a window whose newest tool unit is cut still opens with a person's message: the one before it when it fits, else an internal placeholder", async () => {
+    const toolUnit = (result: string) => [
+      new AIMessage({ id: randomUUID(), content: '', tool_calls: [{ id: 'call_dig', name: 'lookup', args: { q: 1 } }] }),
+      new ToolMessage({ id: randomUUID(), tool_call_id: 'call_dig', content: result }),
+    ];
+    const cases = [
+      { name: 'newest unit cut, the person fits', messages: [human('look it up'), ...toolUnit(words(3000, 'result'))], opening: 'look it up' },
+      { name: 'newest unit cut, the person too long', messages: [human(words(3000, 'question')), ...toolUnit(words(3000, 'result'))], opening: null },
+      { name: 'the unit fits, the person too long', messages: [human(words(3000, 'question')), ...toolUnit('short result')], opening: null },
+    ];
+    for (const { name, messages, opening } of cases) {
+      const { window, config, run } = setup({ maxTokens: 1000, model: 'anthropic:claude-test' });
+      const prepared = await window.prepare({ messages, summary: null, summaryCoverage: null }, run, config, { fold: false });
+      const sent = prepared.messages.slice(1);
+      expect(sent.map((message) => message.getType()), name).toEqual(['human', 'ai', 'tool']);
+      if (opening !== null) expect(sent[0]!.content, name).toBe(opening);
+      else {
+        expect(sent[0]!.additional_kwargs.synthetic, name).toBe(true);
+        expect(String(sent[0]!.content), name).toMatch(/left out to fit the context budget/);
+        expect(prepared.report.messages.window[0]!.id, name).toBeNull();
+      }
+      expect((sent[1] as AIMessage).tool_calls?.[0]?.id, name).toBe('call_dig');
+      expect(tokensOf(prepared.messages), name).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+      expect(prepared.report.inputTokens, name).toBeLessThanOrEqual(prepared.report.budget.inputLimit);
+    }
+  });
+
   it('keeps an image whole when it fits, else replaces it with a marked placeholder (the stored message is untouched)', async () => {
     const picture = new HumanMessage({ id: randomUUID(), content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] });
     const messages = [picture, ai('a cat'), human('and its name?')];

@@ -169,26 +169,44 @@ export class ContextWindow {
 
     const { systemTokens, envelopeTokens, systemText } = frame(summary);
     const room = Math.max(0, inputLimit - systemTokens - envelopeTokens - toolsTokens);
-    const fit = fitWindow(items, { budget: room, humanFirst: needsHumanFirst(run.model) });
+    const humanFirst = needsHumanFirst(run.model);
     const recent = kept.slice(covered);
-    let window: BaseMessage[];
-    let cut: Set<number>;
-    if (fit.newestFits) {
-      window = recent.slice(fit.start).map((message, offset) => (fit.withoutMedia.includes(fit.start + offset) ? withoutMedia(message) : message));
-      cut = new Set();
-    } else {
-      // Not even the newest unit fits: its text is cut, with a mark, rather than the budget
-      // broken. A tool call and its results are cut as one unit (never a lone result, which
-      // providers reject, nor a call without its results); a result with no call is never sent.
-      const newest = unitsOf(items).at(-1);
-      ({ window, cut } = newest && !newest.orphanTool ? this.shortenUnit(recent.slice(newest.start, newest.end), room) : { window: [], cut: new Set<number>() });
+    let { window, cut, mediaReplaced } = this.chooseWindow(items, recent, room, humanFirst);
+    let opening: 'none' | 'earlier' | 'placeholder' = 'none';
+    if (humanFirst && window.length > 0 && window[0]!.getType() !== 'human') {
+      // The provider needs a person's message first, and the window (its newest unit cut,
+      // or a person's message too long to keep) opens with the agent's: the person's message
+      // before it when it fits, else a short internal placeholder, room made for it.
+      const used = window.reduce((sum, message) => sum + this.counter.message(message).tokens, 0);
+      const firstAt = recent.indexOf(window[0]!) >= 0 ? recent.indexOf(window[0]!) : recent.findIndex((message) => message.id !== undefined && message.id === window[0]!.id);
+      let earlier: BaseMessage | undefined;
+      for (let index = firstAt - 1; index >= 0 && !earlier; index--) if (recent[index]!.getType() === 'human') earlier = recent[index];
+      const placeholder = openingPlaceholder();
+      const earlierTokens = earlier && firstAt >= 0 && recent.indexOf(earlier) === firstAt - 1 ? this.counter.message(earlier).tokens : undefined;
+      if (earlier && earlierTokens !== undefined && (used + earlierTokens <= room || (cut.size > 0 && earlierTokens <= room / 4))) {
+        // A cut unit fills the room: cut it to what the person's (short) message leaves.
+        if (used + earlierTokens > room) ({ window, cut, mediaReplaced } = this.chooseWindow(items, recent, room - earlierTokens, humanFirst));
+        opening = 'earlier';
+        window = [earlier, ...window];
+      } else {
+        opening = 'placeholder';
+        const reserve = this.counter.message(placeholder).tokens;
+        if (used + reserve > room) ({ window, cut, mediaReplaced } = this.chooseWindow(items, recent, Math.max(0, room - reserve), humanFirst));
+        if (window.length > 0 && window[0]!.getType() === 'human') opening = 'none';
+        else window = [placeholder, ...window];
+      }
+      if (opening !== 'none') {
+        cut = new Set([...cut].map((index) => index + 1));
+        mediaReplaced = [false, ...mediaReplaced];
+        log.debug({ opening }, 'the window opened with the agent\'s message; a person\'s message put first for the provider');
+      }
     }
     const input = buildModelInput(window, run, inputWith(summary));
     const windowReport = window.map((message, index) => ({
-      id: message.id ?? null,
+      id: opening === 'placeholder' && index === 0 ? null : (message.id ?? null),
       type: message.getType(),
       tokens: this.counter.message(message).tokens,
-      mediaReplaced: fit.newestFits && fit.withoutMedia.includes(fit.start + index),
+      mediaReplaced: mediaReplaced[index] ?? false,
       cut: cut.has(index),
     }));
     const messageTokens = windowReport.reduce((sum, entry) => sum + entry.tokens, 0);
@@ -200,7 +218,7 @@ export class ContextWindow {
       envelope: { shown: input.envelope !== undefined, tokens: input.envelope !== undefined ? envelopeTokens : 0 },
       tools: { count: tools.length, tokens: toolsTokens },
       summary: summary ? { text: summary, tokens: summaryTokens, coverage } : null,
-      messages: { inThread: priorCovered + kept.length, summarized: priorCovered + covered, trimmed: recent.length - window.length, window: windowReport, tokens: messageTokens },
+      messages: { inThread: priorCovered + kept.length, summarized: priorCovered + covered, trimmed: recent.length - (window.length - (opening === 'placeholder' ? 1 : 0)), window: windowReport, tokens: messageTokens },
       inputTokens,
     };
     if (mayFold !== false) this.deps.onModelInput?.(run.runId, modelInputRecordOf(report, this.deps.clock.now().toISOString(), run.model));
@@ -216,6 +234,21 @@ export class ContextWindow {
         this.calibration.observe(run.model, inputTokens, reported);
       },
     };
+  }
+
+  /** The messages that fit `room`: the newest units whole, or the newest unit cut as one. */
+  private chooseWindow(items: readonly FitItem[], recent: readonly BaseMessage[], room: number, humanFirst: boolean): { window: BaseMessage[]; cut: Set<number>; mediaReplaced: boolean[] } {
+    const fit = fitWindow(items, { budget: room, humanFirst });
+    if (fit.newestFits) {
+      const mediaReplaced = recent.slice(fit.start).map((_message, offset) => fit.withoutMedia.includes(fit.start + offset));
+      return { window: recent.slice(fit.start).map((message, offset) => (mediaReplaced[offset] ? withoutMedia(message) : message)), cut: new Set(), mediaReplaced };
+    }
+    // Not even the newest unit fits: its text is cut, with a mark, rather than the budget
+    // broken. A tool call and its results are cut as one unit (never a lone result, which
+    // providers reject, nor a call without its results); a result with no call is never sent.
+    const newest = unitsOf(items).at(-1);
+    const { window, cut } = newest && !newest.orphanTool ? this.shortenUnit(recent.slice(newest.start, newest.end), room) : { window: [], cut: new Set<number>() };
+    return { window, cut, mediaReplaced: window.map(() => false) };
   }
 
   /**
@@ -401,6 +434,11 @@ function uncoveredStart(messages: readonly BaseMessage[], coverage: SummaryCover
 function kindOf(message: BaseMessage): FitKind {
   const type: string = message.getType();
   return type === 'human' || type === 'ai' || type === 'tool' || type === 'system' ? type : 'other';
+}
+
+/** Opens a window that would start with the agent's message, for a provider that needs a person's first: internal (I2), never stored. */
+function openingPlaceholder(): HumanMessage {
+  return new HumanMessage({ content: '[Earlier conversation left out to fit the context budget.]', additional_kwargs: { synthetic: true } });
 }
 
 /** Anthropic's API wants the conversation to open with the user's turn. */

@@ -67,7 +67,8 @@ export function modelInputRecordOf(report: ContextReport, at: string, model: str
     window: {
       count: window.length,
       tokens: report.messages.tokens,
-      firstMessageId: window[0]?.id ?? null,
+      // A placeholder that opens the window for a provider (no id: not in history) is not part of the stretch.
+      firstMessageId: window.find((entry) => entry.id !== null)?.id ?? null,
       lastMessageId: window.at(-1)?.id ?? null,
       summarized: report.messages.summarized,
       trimmed: report.messages.trimmed,
