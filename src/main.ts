@@ -263,8 +263,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
     approvals = approvalService;
     await approvalService.attach();
-    // A person's message supersedes the calls waiting on the thread, on receipt (the model is told).
+    // A person's message supersedes the calls waiting on the thread, on receipt (the model is told);
+    // a step already decided is carried out before the message is answered.
     conversations.onUserMessage((thread) => approvalService.supersedeThread(thread.id, thread.userId));
+    conversations.beforeUserRun((thread) => approvalService.resumeDecidedStep(thread.id, thread.userId));
     // While a thread waits for a decision, schedules and webhooks do not start runs on it (follow-ups and check-ins check it themselves).
     conversations.guardTriggeredRuns(async (threadId, trigger) =>
       trigger !== 'autonomy' && trigger !== 'check_in' && trigger !== 'channel' && (await approvalService.hasPending(threadId)) ? 'awaiting_approval' : null,

@@ -49,6 +49,7 @@ export interface TriggeredRunGate {
 /** Threads, their history, and a person's message: the use cases of the chat API. */
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
+  private readonly beforeUserRunHooks: UserMessageHook[] = [];
   private readonly threadDeletedHooks: ThreadDeletedHook[] = [];
   private readonly threadGoneHooks: ThreadGoneHook[] = [];
   private readonly triggeredRunGuards: TriggeredRunGuard[] = [];
@@ -71,6 +72,20 @@ export class ConversationService {
   /** Register a hook run on receipt of every person's message (autonomy cancels the thread's timers there, I6). */
   onUserMessage(hook: UserMessageHook): void {
     this.userMessageHooks.push(hook);
+  }
+
+  /**
+   * Register a hook run after every on-receipt hook, right before a person's message's run
+   * is started: work that may take a while (a decided tool step resumed, model calls and
+   * all) and must not hold up what receipt does at once (I6).
+   */
+  beforeUserRun(hook: UserMessageHook): void {
+    this.beforeUserRunHooks.push(hook);
+  }
+
+  private async receiveUserMessage(thread: ThreadRecord, receivedAt: string): Promise<void> {
+    for (const hook of this.userMessageHooks) await hook(thread, receivedAt);
+    for (const hook of this.beforeUserRunHooks) await hook(thread, receivedAt);
   }
 
   /** Register cleanup run before a thread is deleted. */
@@ -182,7 +197,7 @@ export class ConversationService {
     // A person's message never carries metadata: clients cannot set additional_kwargs.
     const input = new HumanMessage({ id: randomUUID(), content: content as HumanMessage['content'] });
     // On receipt, not when processed (I6): before waiting for the thread or calling a model.
-    for (const hook of this.userMessageHooks) await hook(thread, context.requestedAt);
+    await this.receiveUserMessage(thread, context.requestedAt);
     return this.coordinator.run({ context, agent, input, ...(options.signal ? { signal: options.signal } : {}) });
   }
 
@@ -224,7 +239,7 @@ export class ConversationService {
     };
     // A person speaking through a chat channel (Telegram) is a person's message too: on receipt (I6).
     if (request.input !== null && isRealUserMessage({ type: 'human', content: request.input.content, additional_kwargs: request.input.additional_kwargs })) {
-      for (const hook of this.userMessageHooks) await hook(thread, context.requestedAt);
+      await this.receiveUserMessage(thread, context.requestedAt);
     }
     const guards = this.triggeredRunGuards;
     const admit = async (admitted: RunContext, signal: AbortSignal): Promise<Admission> => {

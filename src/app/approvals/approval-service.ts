@@ -220,16 +220,7 @@ export class ApprovalService implements ApprovalGate {
     return records;
   }
 
-  /**
-   * A person's message on the thread. Its pending calls become moot (superseded, recorded;
-   * the model is told). Calls already decided are not: a person who approved a call meant
-   * it, so when the step the thread waits on has calls decided (approved, edited, rejected
-   * or expired) whose resume has not run yet, that step is resumed now, before the
-   * message's own run: the approved calls run (once, I16), a rejection reaches the model as
-   * the person's, a superseded call as superseded, and the message is then answered by a
-   * model that knows what happened. A step whose calls were all still pending is left to
-   * the message's run, as before.
-   */
+  /** A person's message on the thread, on receipt: its pending calls become moot (superseded, recorded; the model is told). */
   async supersedeThread(threadId: string, userId: string): Promise<void> {
     for (const record of await this.deps.repository.listPending({ threadId })) {
       const decided = await this.deps.repository.decide(record.id, { status: 'superseded', decidedBy: userId, channel: 'system', decidedAt: this.deps.clock.now().toISOString(), message: 'the person sent a new message' });
@@ -238,6 +229,18 @@ export class ApprovalService implements ApprovalGate {
       this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: 'superseded', channel: 'system' });
       await this.disarmDeadline(decided);
     }
+  }
+
+  /**
+   * Right before a person's message is answered. Calls already decided are not moot: a
+   * person who approved a call meant it, so when the step the thread waits on has calls
+   * decided (approved, edited, rejected or expired) whose resume has not run yet, that step
+   * is resumed now, before the message's own run: the approved calls run (once, I16), a
+   * rejection reaches the model as the person's, a superseded call as superseded, and the
+   * message is then answered by a model that knows what happened. A step whose calls were
+   * all still pending was superseded on receipt and is left to the message's run.
+   */
+  async resumeDecidedStep(threadId: string, userId: string): Promise<void> {
     const [newest] = await this.deps.repository.list(userId, { limit: 1, threadId });
     if (!newest) return;
     const step = await this.deps.repository.listStep(threadId, newest.messageId);
