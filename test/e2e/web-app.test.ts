@@ -827,6 +827,23 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
     const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
 
+    it("a newcomer's first thread is named after its agent (the default agent, made with the thread)", async () => {
+      expect(((await fx.request('GET', '/api/agents', { token: BOB.token })).body.agents as Json[]).length).toBe(0);
+      const page = await openAs(BOB.token, '#chat');
+      await page.getByRole('button', { name: 'New thread' }).click();
+      await page.getByRole('textbox', { name: 'Message' }).waitFor();
+      const agent = (await fx.request('GET', '/api/agents/default', { token: BOB.token })).body as Json;
+      expect(agent.name).toEqual(expect.any(String));
+      const tag = page.locator('.pane-bar .agent-tag');
+      await waitFor(async () => (await tag.textContent()) === agent.name, 5_000, `"${agent.name}" in the header, not "${await tag.textContent()}"`);
+      await page.getByRole('textbox', { name: 'Message' }).fill('hello there');
+      await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+      const reply = page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)');
+      await reply.waitFor();
+      await expect(reply.locator('.who').textContent()).resolves.toBe(agent.name);
+      await page.close();
+    });
+
     it('a 401 from the API (the token no longer accepted) returns the person to sign in, saying why', async () => {
       const page = await openAs(ALICE.token, '#chat');
       await page.getByRole('button', { name: 'New thread' }).waitFor();

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { api, ApiError, LiveConnection, onUnauthorized, storeToken, storedToken, type Agent } from './api.js';
 import { ChatView } from './chat.js';
 import { AgentsView } from './agents.js';
@@ -25,7 +25,7 @@ export function App() {
   const signedIn = useRef(false);
   signedIn.current = state === 'signed-in';
 
-  const reloadAgents = async () => setAgents((await api<{ agents: Agent[] }>('GET', '/api/agents')).agents);
+  const reloadAgents = useCallback(async () => setAgents((await api<{ agents: Agent[] }>('GET', '/api/agents')).agents), []);
 
   const check = async () => {
     try {
@@ -121,7 +121,7 @@ export function App() {
           </button>
         )}
       </header>
-      {view === 'chat' && live && <ChatView agents={agents} live={live} />}
+      {view === 'chat' && live && <ChatView agents={agents} live={live} onAgentsChanged={reloadAgents} />}
       {view === 'approvals' && live && <ApprovalsView live={live} />}
       {view === 'agents' && <AgentsView agents={agents} onChange={reloadAgents} />}
       {view === 'schedules' && <SchedulesView agents={agents} />}

@@ -25,7 +25,7 @@ function markSeen(threadId: string): void {
   localStorage.setItem(SEEN_PREFIX + threadId, new Date().toISOString());
 }
 
-export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnection }) {
+export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; live: LiveConnection; onAgentsChanged: () => Promise<void> }) {
   const [threads, setThreads] = useState<Thread[]>([]);
   const [selected, setSelected] = useState<string | undefined>(selectedFromHash);
   const [names, setNames] = useState<{ schedules: Schedule[]; hooks: Hook[] }>({ schedules: [], hooks: [] });
@@ -82,6 +82,16 @@ export function ChatView({ agents, live }: { agents: Agent[]; live: LiveConnecti
   };
 
   const current = threads.find((thread) => thread.id === selected);
+
+  // A thread of an agent this page has not listed (a newcomer's first thread made the default
+  // agent; an agent made elsewhere): list the agents again, once per such id, to name it.
+  const askedFor = useRef(new Set<string>());
+  const unknownAgent = current && !agents.some((agent) => agent.id === current.agentId) ? current.agentId : undefined;
+  useEffect(() => {
+    if (!unknownAgent || askedFor.current.has(unknownAgent)) return;
+    askedFor.current.add(unknownAgent);
+    void onAgentsChanged().catch(() => undefined);
+  }, [unknownAgent, onAgentsChanged]);
 
   return (
     <div className={`chat-layout${showInspector ? ' with-inspector' : ''}`}>
