@@ -844,6 +844,34 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('schedule and webhook cards name their agent and thread, as they are now', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'reporter', name: 'Morning reporter' } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'reporter', title: 'Standup notes' });
+      const schedule = await fx.request('POST', '/api/schedules', {
+        body: { name: 'standup', task: 'Ask for the notes', timing: { kind: 'cron', cron: '0 9 * * 1', timezone: 'UTC' }, agentId: 'reporter', target: 'thread', threadId },
+      });
+      expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
+      const hook = await fx.request('POST', '/api/hooks', { body: { name: 'ci builds', taskTemplate: 'Build {{payload.status}}', agentId: 'reporter', threadId } });
+      expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+      const page = await openAs(ALICE.token, '#schedules');
+      const card = (name: string) => page.locator('li.card').filter({ has: page.getByRole('heading', { name }) });
+      await card('standup').getByText('Morning reporter').waitFor({ timeout: 5_000 });
+      await card('standup').getByText('Standup notes').waitFor({ timeout: 5_000 });
+      // Renamed elsewhere (another tab, the API) while this page is open.
+      expect((await fx.request('PATCH', '/api/agents/reporter', { body: { name: 'Evening reporter' } })).status).toBe(200);
+      expect((await fx.request('PATCH', `/api/threads/${threadId}`, { body: { title: 'Standup minutes' } })).status).toBe(200);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await card('ci builds').getByText('Evening reporter').waitFor({ timeout: 5_000 });
+      await card('ci builds').getByText('Standup minutes').waitFor({ timeout: 5_000 });
+      await page.getByRole('link', { name: 'Schedules' }).click();
+      await card('standup').getByText('Evening reporter').waitFor({ timeout: 5_000 });
+      await card('standup').getByText('Standup minutes').waitFor({ timeout: 5_000 });
+      await page.reload();
+      await card('standup').getByText('Evening reporter').waitFor({ timeout: 5_000 });
+      await card('standup').getByText('Standup minutes').waitFor({ timeout: 5_000 });
+      await page.close();
+    });
+
     it('a 401 from the API (the token no longer accepted) returns the person to sign in, saying why', async () => {
       const page = await openAs(ALICE.token, '#chat');
       await page.getByRole('button', { name: 'New thread' }).waitFor();

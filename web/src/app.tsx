@@ -124,8 +124,8 @@ export function App() {
       {view === 'chat' && live && <ChatView agents={agents} live={live} onAgentsChanged={reloadAgents} />}
       {view === 'approvals' && live && <ApprovalsView live={live} />}
       {view === 'agents' && <AgentsView agents={agents} onChange={reloadAgents} />}
-      {view === 'schedules' && <SchedulesView agents={agents} />}
-      {view === 'webhooks' && <HooksView agents={agents} />}
+      {view === 'schedules' && <SchedulesView agents={agents} onAgentsChanged={reloadAgents} />}
+      {view === 'webhooks' && <HooksView agents={agents} onAgentsChanged={reloadAgents} />}
       {view === 'memory' && <MemoryView agents={agents} />}
     </div>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type CreatedHook, type Hook, type HookDelivery } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
-import { AgentSelect, ErrorNote, formatTime } from './shared.js';
+import { AgentSelect, ErrorNote, formatTime, RunsGoTo, useThreadTitles } from './shared.js';
 
 const PATHS = ['/name', '/taskTemplate', '/agentId', '/payloadFields'];
 
@@ -82,7 +82,7 @@ function HookDeliveries({ hook }: { hook: Hook }) {
   );
 }
 
-export function HooksView({ agents }: { agents: Agent[] }) {
+export function HooksView({ agents, onAgentsChanged }: { agents: Agent[]; onAgentsChanged: () => Promise<void> }) {
   const [hooks, setHooks] = useState<Hook[]>([]);
   const [error, setError] = useState<unknown>();
   const [created, setCreated] = useState<CreatedHook | undefined>();
@@ -91,7 +91,9 @@ export function HooksView({ agents }: { agents: Agent[] }) {
   const load = async () => setHooks((await api<{ hooks: Hook[] }>('GET', '/api/hooks?limit=100')).hooks);
   useEffect(() => {
     void load();
+    void onAgentsChanged().catch(() => undefined); // named as they are now, not as at sign-in
   }, []);
+  const titles = useThreadTitles(hooks.map((hook) => hook.threadId));
 
   const example = created ? curlExample(created, location.origin) : '';
 
@@ -156,7 +158,7 @@ export function HooksView({ agents }: { agents: Agent[] }) {
           <li key={hook.id} className="card">
             <h2>{hook.name}</h2>
             <p className="muted">
-              POST {hook.deliveryUrl} · {hook.agentId}
+              POST {hook.deliveryUrl} · <RunsGoTo agents={agents} agentId={hook.agentId} threadId={hook.threadId} titles={titles} />
             </p>
             <p>{hook.taskTemplate}</p>
             <HookDeliveries hook={hook} />

@@ -1,12 +1,12 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Fire, type Schedule } from './api.js';
-import { AgentSelect } from './shared.js';
+import { AgentSelect, RunsGoTo, useThreadTitles } from './shared.js';
 import { Field, fieldError, formError } from './fields.js';
 
 const PATHS = ['/name', '/timing', '/task', '/agentId'];
 const localZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
-export function SchedulesView({ agents }: { agents: Agent[] }) {
+export function SchedulesView({ agents, onAgentsChanged }: { agents: Agent[]; onAgentsChanged: () => Promise<void> }) {
   const [schedules, setSchedules] = useState<Schedule[]>([]);
   const [error, setError] = useState<unknown>();
   const [cron, setCron] = useState('0 9 * * *');
@@ -17,7 +17,9 @@ export function SchedulesView({ agents }: { agents: Agent[] }) {
   const load = async () => setSchedules((await api<{ schedules: Schedule[] }>('GET', '/api/schedules')).schedules);
   useEffect(() => {
     void load();
+    void onAgentsChanged().catch(() => undefined); // named as they are now, not as at sign-in
   }, []);
+  const titles = useThreadTitles(schedules.map((schedule) => schedule.threadId));
 
   // The next five fires, from the server's own cron reading, as the person types.
   useEffect(() => {
@@ -96,7 +98,7 @@ export function SchedulesView({ agents }: { agents: Agent[] }) {
             <li key={schedule.id} className="card">
               <h2>{schedule.name}</h2>
               <p className="muted">
-                {timing.kind === 'cron' ? `${timing.cron} (${timing.timezone})` : `at ${timing.at}`} · {schedule.enabled ? 'active' : 'paused'} · {schedule.agentId}
+                {timing.kind === 'cron' ? `${timing.cron} (${timing.timezone})` : `at ${timing.at}`} · {schedule.enabled ? 'active' : 'paused'} · <RunsGoTo agents={agents} agentId={schedule.agentId} threadId={schedule.target === 'thread' ? schedule.threadId : null} titles={titles} />
               </p>
               <p>{schedule.task}</p>
               <button

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, type Agent, type LiveConnection, type VigilEvent } from './api.js';
+import { api, ApiError, type Agent, type LiveConnection, type Thread, type VigilEvent } from './api.js';
 
 /** A clock that ticks every second, for countdowns. */
 export function useNow(intervalMs = 1000): number {
@@ -106,5 +106,54 @@ export function AgentSelect({
         </option>
       ))}
     </select>
+  );
+}
+
+/** An agent's name as the server has it now (its id while the list does not have it). */
+export function agentName(agents: Agent[], agentId: string): string {
+  return agents.find((agent) => agent.id === agentId)?.name ?? agentId;
+}
+
+/**
+ * The titles of the threads a list points at, read when the list is: a thread renamed or
+ * deleted elsewhere shows as it is now. `undefined` while loading.
+ */
+export function useThreadTitles(threadIds: Array<string | null>): Record<string, string> | undefined {
+  const key = [...new Set(threadIds.filter((id): id is string => id !== null))].sort().join(',');
+  const [titles, setTitles] = useState<Record<string, string> | undefined>();
+  useEffect(() => {
+    let current = true;
+    const ids = key ? key.split(',') : [];
+    void Promise.all(
+      ids.map(async (id) => {
+        try {
+          return [id, (await api<Thread>('GET', `/api/threads/${encodeURIComponent(id)}`)).title ?? 'Untitled thread'] as const;
+        } catch (failure) {
+          return [id, failure instanceof ApiError && failure.status === 404 ? 'a deleted thread' : id] as const;
+        }
+      }),
+    ).then((entries) => {
+      if (current) setTitles(Object.fromEntries(entries));
+    });
+    return () => {
+      current = false;
+    };
+  }, [key]);
+  return titles;
+}
+
+/** Where a schedule's or webhook's runs go: its agent, and its thread or a new one each time. */
+export function RunsGoTo({ agents, agentId, threadId, titles }: { agents: Agent[]; agentId: string; threadId: string | null; titles: Record<string, string> | undefined }) {
+  return (
+    <>
+      agent <strong>{agentName(agents, agentId)}</strong> ·{' '}
+      {threadId ? (
+        <>
+          thread <a href={`#chat/${encodeURIComponent(threadId)}`}>{titles?.[threadId] ?? '…'}</a>
+        </>
+      ) : (
+        'a new thread each time'
+      )}
+    </>
   );
 }
