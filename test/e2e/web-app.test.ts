@@ -32,15 +32,23 @@ const quickFollowUps = (delayMs: number): Json => ({
 });
 
 /**
- * A model whose first stream breaks off after half a reply (the server retracts what it
- * streamed and retries); the retry waits until the test releases it, then answers whole.
+ * A model whose first stream breaks off after half a reply when the test says so (the
+ * server retracts what it streamed and retries); the retry waits until the test releases
+ * it, then answers whole.
  */
 class CutShortModel extends ScriptedChatModel {
   private attempts = 0;
   private open!: () => void;
   private readonly opened = new Promise<void>((resolve) => (this.open = resolve));
+  private cut!: () => void;
+  private readonly cutOff = new Promise<void>((resolve) => (this.cut = resolve));
+
+  breakOff(): void {
+    this.cut();
+  }
 
   release(): void {
+    this.cut();
     this.open();
   }
 
@@ -53,7 +61,9 @@ class CutShortModel extends ScriptedChatModel {
       yield chunk;
       await runManager?.handleLLMNewToken(token, undefined, undefined, undefined, undefined, { chunk });
     }
-    if (first) throw new Error('connection reset by peer');
+    if (!first) return;
+    await this.cutOff;
+    throw new Error('connection reset by peer');
   }
 }
 
@@ -826,6 +836,28 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const fromBottom = async (page: Page) => (await page.evaluate(`${LOG}.scrollHeight - ${LOG}.scrollTop - ${LOG}.clientHeight`)) as number;
     const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
     const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+
+    it('a reply cut short (message.retracted) leaves the screen at once, while the run goes on; its retry then lands whole', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'cutter', name: 'Cutter', model: 'openai:cut' } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'cutter', title: 'Cut short' });
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      const log = page.getByRole('log', { name: 'Conversation' });
+      try {
+        await page.getByRole('textbox', { name: 'Message' }).fill('tell me everything');
+        await page.getByRole('button', { name: 'Send' }).click();
+        const cutText = log.locator('article', { hasText: 'Half an answer' });
+        await cutText.waitFor();
+        cut.breakOff();
+        // The stream broke: the server retracted those tokens and retries (held by the test), so the run is still going.
+        await cutText.waitFor({ state: 'detached', timeout: 5_000 });
+        expect(await page.getByRole('button', { name: 'Stop' }).count()).toBe(1);
+      } finally {
+        cut.release();
+      }
+      await log.locator('article.assistant:not(.streaming)', { hasText: 'The whole answer.' }).waitFor();
+      expect(await log.textContent()).not.toContain('Half an answer');
+      await page.close();
+    });
 
     it("a newcomer's first thread is named after its agent (the default agent, made with the thread)", async () => {
       expect(((await fx.request('GET', '/api/agents', { token: BOB.token })).body.agents as Json[]).length).toBe(0);

@@ -318,6 +318,10 @@ function Conversation({
             return [...current, { messageId: event.messageId, runId: event.runId, text: event.delta }];
           });
           break;
+        case 'message.retracted':
+          // What streamed under this id will not become a message (the stream broke and the run retries, or it was cut short): it goes now.
+          setDrafts((current) => current.filter((draft) => draft.messageId !== event.messageId));
+          break;
         case 'message.end': {
           // The draft streamed under its own id (metadata.streamedAs) goes as the message lands, not at run.end.
           const streamedAs = event.message.metadata.streamedAs;
