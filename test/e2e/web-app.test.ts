@@ -931,6 +931,29 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('a failed follow-up says it was the follow-up that failed, and offers no Retry that would resend the person\'s message', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'fragile', name: 'Fragile', model: 'openai:fragile', autonomy: quickFollowUps(1500) } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'fragile', title: 'Fragile' });
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      const log = page.getByRole('log', { name: 'Conversation' });
+      try {
+        await page.getByRole('textbox', { name: 'Message' }).fill('I will think about it');
+        await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+        await log.locator('article.assistant:not(.streaming)').waitFor();
+        fragileDown = true; // the provider goes down before the follow-up is due
+        const alert = page.getByRole('alert').filter({ hasText: 'MODEL_ERROR' });
+        await alert.waitFor({ timeout: 20_000 });
+        await expect(alert.textContent()).resolves.toMatch(/follow-up/i);
+        expect(await alert.getByRole('button', { name: 'Retry' }).count()).toBe(0);
+        const runs = (await fx.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Json[];
+        expect(runs.find((run) => run.trigger === 'autonomy')).toMatchObject({ status: 'failed' });
+        expect(runs.filter((run) => run.trigger === 'user')).toHaveLength(1);
+      } finally {
+        fragileDown = false;
+      }
+      await page.close();
+    });
+
     it('opening a thread puts the keyboard focus in its message box', async () => {
       await thread({ title: 'Focus me' });
       const page = await openAs(ALICE.token, '#chat');

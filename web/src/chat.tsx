@@ -232,6 +232,15 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
   );
 }
 
+/** What a failed run was, by its trigger, for a failure that is not the person's own message. */
+const FAILED_RUN: Record<string, string> = {
+  autonomy: 'The follow-up',
+  cron: 'The scheduled run',
+  webhook: "The webhook's run",
+  channel: "The chat channel's run",
+  heartbeat: "The overlord's heartbeat run",
+};
+
 interface Draft {
   messageId: string;
   runId: string;
@@ -259,12 +268,17 @@ function Conversation({
   const [runs, setRuns] = useState<Record<string, Run>>({});
   const [drafts, setDrafts] = useState<Draft[]>([]);
   const [activeRun, setActiveRun] = useState<{ runId: string; trigger: string } | undefined>();
-  const [failure, setFailure] = useState<{ code: string; message: string; retry?: string } | undefined>();
+  const [failure, setFailure] = useState<{ code: string; message: string; what?: string; retry?: string } | undefined>();
+  /** Each run's trigger, from its run.start: whose run a failure ends decides what Retry could mean. */
+  const triggers = useRef(new Map<string, string>());
   const [text, setText] = useState('');
   const lastSent = useRef<string | undefined>(undefined);
   const logRef = useRef<HTMLDivElement>(null);
   const composerRef = useRef<HTMLTextAreaElement>(null);
   const agent = agents.find((candidate) => candidate.id === thread.agentId);
+
+  const runsRef = useRef(runs);
+  runsRef.current = runs;
 
   const loadRuns = useCallback(async () => {
     const list = (await api<{ runs: Run[] }>('GET', `/api/threads/${thread.id}/runs?limit=100`)).runs;
@@ -308,6 +322,7 @@ function Conversation({
       if ('threadId' in event && event.threadId !== thread.id) return;
       switch (event.type) {
         case 'run.start':
+          triggers.current.set(event.runId, event.trigger);
           setActiveRun({ runId: event.runId, trigger: event.trigger });
           if (event.trigger !== 'user') void loadRuns();
           break;
@@ -336,7 +351,13 @@ function Conversation({
           setActiveRun((current) => (current?.runId === event.runId ? undefined : current));
           setDrafts((current) => current.filter((draft) => draft.runId !== event.runId));
           if (event.status === 'failed') {
-            setFailure({ code: event.error?.code ?? 'RUN_FAILED', message: event.error?.message ?? event.reason ?? 'The reply failed.', ...(lastSent.current ? { retry: lastSent.current } : {}) });
+            // Only a person's own message can be sent again. A run nobody started (a follow-up, a schedule, a webhook)
+            // has no retry in the API: say which run failed, and offer no Retry that would resend the person's last message.
+            const trigger = triggers.current.get(event.runId) ?? runsRef.current[event.runId]?.trigger ?? 'user';
+            const code = event.error?.code ?? 'RUN_FAILED';
+            const message = event.error?.message ?? event.reason ?? 'The reply failed.';
+            if (trigger === 'user') setFailure({ code, message, ...(lastSent.current ? { retry: lastSent.current } : {}) });
+            else setFailure({ code, message, what: `${FAILED_RUN[trigger] ?? `The ${trigger} run`} failed and is not retried (the API has no retry for it); your messages are unaffected.` });
           }
           void loadRuns();
           if (showInternal) void loadHistory();
@@ -417,6 +438,7 @@ function Conversation({
       <ThreadApprovals threadId={thread.id} live={live} />
       {failure && (
         <div className="failure" role="alert">
+          {failure.what && <p>{failure.what}</p>}
           <p>
             <strong>{failure.code}</strong>: {failure.message}
           </p>
