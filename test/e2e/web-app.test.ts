@@ -837,6 +837,60 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const scrollTop = async (page: Page) => (await page.evaluate(`${LOG}.scrollTop`)) as number;
     const frames = (page: Page) => page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
 
+    it('a long thread: "Load earlier messages" reaches its first message and keeps what was on screen in place; new messages are followed at the bottom, not while scrolled up', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'quick', name: 'Quick', model: 'openai:quick' } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'quick', title: 'Long thread' });
+      // 202 messages: more than the server gives in one page of history (200 at most).
+      for (let index = 0; index < 101; index++) {
+        expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: `note ${index} end` } })).status).toBe(200);
+      }
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      const log = page.getByRole('log', { name: 'Conversation' });
+      const note = (index: number) => log.locator('article.user p.plain', { hasText: new RegExp(`^note ${index} end$`) });
+      await note(100).waitFor();
+      await waitFor(async () => (await fromBottom(page)) <= 1, 5_000, 'the thread to open at its newest message');
+
+      // Earlier messages on request, what was on screen staying where it was.
+      const earlier = log.getByRole('button', { name: 'Load earlier messages' });
+      await earlier.scrollIntoViewIfNeeded({ timeout: 5_000 });
+      const anchor = await log.locator('article').first().getAttribute('data-message-id');
+      const offset = async () => (await page.evaluate(`${LOG}.querySelector('[data-message-id="${anchor}"]').getBoundingClientRect().top - ${LOG}.getBoundingClientRect().top`)) as number;
+      const before = await offset();
+      await earlier.click();
+      await waitFor(async () => (await log.locator('article').first().getAttribute('data-message-id')) !== anchor, 5_000, 'earlier messages');
+      await frames(page);
+      expect(Math.abs((await offset()) - before)).toBeLessThanOrEqual(2);
+      await waitFor(
+        async () => {
+          if ((await note(0).count()) > 0) return true;
+          if ((await earlier.count()) > 0) await earlier.click({ timeout: 2_000 }).catch(() => undefined);
+          return false;
+        },
+        15_000,
+        'the first message',
+      );
+      expect(await note(0).count()).toBe(1);
+      expect(await log.locator('article.user').count()).toBe(101);
+
+      // Scrolled up to read: a message arriving from elsewhere does not move the view.
+      await page.evaluate(`${LOG}.scrollTop = 300`);
+      await frames(page);
+      const reading = await scrollTop(page);
+      expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'from my phone while you read' } })).status).toBe(200);
+      await log.locator('article.assistant:not(.streaming)', { hasText: 'from my phone while you read' }).waitFor();
+      await frames(page);
+      expect(await scrollTop(page)).toBe(reading);
+      // …and a way down to it.
+      await page.getByRole('button', { name: 'Jump to the newest messages' }).click();
+      await waitFor(async () => (await fromBottom(page)) <= 1, 5_000, 'the view at the newest message');
+
+      // At the bottom: the view follows what arrives.
+      expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'one more from my phone' } })).status).toBe(200);
+      await log.locator('article.assistant:not(.streaming)', { hasText: 'one more from my phone' }).waitFor();
+      await waitFor(async () => (await fromBottom(page)) <= 1, 5_000, 'the view to follow the new message');
+      await page.close();
+    });
+
     it('a reply cut short (message.retracted) leaves the screen at once, while the run goes on; its retry then lands whole', async () => {
       expect((await fx.request('POST', '/api/agents', { body: { id: 'cutter', name: 'Cutter', model: 'openai:cut' } })).status).toBe(201);
       const threadId = await thread({ agentId: 'cutter', title: 'Cut short' });

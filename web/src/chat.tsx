@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
 import { AgentSelect, ErrorNote } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
@@ -7,6 +7,10 @@ import { whyOf } from './why.js';
 import { ThreadApprovals } from './approvals.js';
 
 const SEEN_PREFIX = 'vigil.seen.';
+/** Messages per page of history: the newest page when a thread opens, more on "Load earlier messages". */
+const HISTORY_PAGE = 50;
+/** How close to the bottom (px) still counts as reading the newest messages. */
+const AT_BOTTOM_PX = 8;
 
 function selectedFromHash(): string | undefined {
   const [view, id] = location.hash.slice(1).split('/');
@@ -285,18 +289,61 @@ function Conversation({
     setRuns(Object.fromEntries(list.map((run) => [run.id, run])));
   }, [thread.id]);
 
-  const loadHistory = useCallback(async () => {
-    const page = await api<{ messages: Message[] }>('GET', `/api/threads/${thread.id}/history?limit=200${showInternal ? '&include=internal' : ''}`);
-    // Merged, not replaced: a message that arrived live while the page was on its way is newer than it, and stays.
-    setMessages((current) => {
-      const loaded = new Set(page.messages.map((message) => message.id));
-      const lastAt = page.messages.at(-1)?.createdAt ?? '';
-      return [...page.messages, ...current.filter((message) => !loaded.has(message.id) && message.createdAt > lastAt)];
-    });
-  }, [thread.id, showInternal]);
+  /** Where the next older page starts (null: the thread's first message is loaded). */
+  const [olderCursor, setOlderCursor] = useState<string | null>(null);
+  const [loadingEarlier, setLoadingEarlier] = useState(false);
+  /** Whether the view follows what arrives: the person is at the bottom (not scrolled up to read). */
+  const following = useRef(true);
+  const [awayFromBottom, setAwayFromBottom] = useState(false);
+  /** A message on screen and its offset in the log, kept in place as earlier messages are put above it. */
+  const anchor = useRef<{ id: string; offset: number } | undefined>(undefined);
+
+  /**
+   * The newest page. `fresh` (opening, or internal messages shown or hidden): it replaces
+   * what was loaded, and earlier pages are loaded again on request. Otherwise (back after a
+   * dropped connection) it is merged: earlier pages stay. Either way a message that arrived
+   * live while the page was on its way is newer than it, and stays.
+   */
+  const loadHistory = useCallback(
+    async (fresh: boolean) => {
+      const page = await api<{ messages: Message[]; nextCursor: string | null }>('GET', `/api/threads/${thread.id}/history?limit=${HISTORY_PAGE}${showInternal ? '&include=internal' : ''}`);
+      setMessages((current) => {
+        const loaded = new Set(page.messages.map((message) => message.id));
+        const firstAt = page.messages[0]?.createdAt ?? '';
+        const lastAt = page.messages.at(-1)?.createdAt ?? '';
+        const earlier = fresh ? [] : current.filter((message) => !loaded.has(message.id) && message.createdAt < firstAt);
+        return [...earlier, ...page.messages, ...current.filter((message) => !loaded.has(message.id) && message.createdAt > lastAt)];
+      });
+      if (fresh) setOlderCursor(page.nextCursor);
+    },
+    [thread.id, showInternal],
+  );
+
+  const loadEarlier = async () => {
+    if (!olderCursor || loadingEarlier) return;
+    setLoadingEarlier(true);
+    try {
+      const page = await api<{ messages: Message[]; nextCursor: string | null }>(
+        'GET',
+        `/api/threads/${thread.id}/history?limit=${HISTORY_PAGE}&cursor=${encodeURIComponent(olderCursor)}${showInternal ? '&include=internal' : ''}`,
+      );
+      const log = logRef.current;
+      const first = log?.querySelector<HTMLElement>('article[data-message-id]');
+      if (log && first) anchor.current = { id: first.dataset.messageId!, offset: first.getBoundingClientRect().top - log.getBoundingClientRect().top };
+      setMessages((current) => {
+        const shown = new Set(current.map((message) => message.id));
+        return [...page.messages.filter((message) => !shown.has(message.id)), ...current];
+      });
+      setOlderCursor(page.nextCursor);
+    } catch (failure) {
+      setFailure({ code: failure instanceof ApiError ? failure.code : 'HTTP_ERROR', message: `Earlier messages did not load: ${failure instanceof Error ? failure.message : String(failure)}` });
+    } finally {
+      setLoadingEarlier(false);
+    }
+  };
 
   useEffect(() => {
-    void loadHistory();
+    void loadHistory(true);
     void loadRuns();
     markSeen(thread.id);
   }, [loadHistory, loadRuns, thread.id]);
@@ -310,7 +357,7 @@ function Conversation({
   useEffect(
     () =>
       live.onReconnect(() => {
-        void loadHistory();
+        void loadHistory(false);
         void loadRuns();
       }),
     [live, loadHistory, loadRuns],
@@ -360,7 +407,7 @@ function Conversation({
             else setFailure({ code, message, what: `${FAILED_RUN[trigger] ?? `The ${trigger} run`} failed and is not retried (the API has no retry for it); your messages are unaffected.` });
           }
           void loadRuns();
-          if (showInternal) void loadHistory();
+          if (showInternal) void loadHistory(false);
           markSeen(thread.id);
           onActivity();
           break;
@@ -377,10 +424,33 @@ function Conversation({
     };
   }, [live, thread.id, loadRuns, loadHistory, showInternal, onActivity]);
 
-  useEffect(() => {
+  // Before paint: earlier messages put above keep what was on screen where it was; what
+  // arrives is followed only by a person at the bottom (one scrolled up to read stays put).
+  useLayoutEffect(() => {
     const log = logRef.current;
-    if (log) log.scrollTop = log.scrollHeight;
+    if (!log) return;
+    const kept = anchor.current;
+    anchor.current = undefined;
+    const element = kept && log.querySelector<HTMLElement>(`[data-message-id="${CSS.escape(kept.id)}"]`);
+    if (kept && element) log.scrollTop += element.getBoundingClientRect().top - log.getBoundingClientRect().top - kept.offset;
+    else if (following.current) log.scrollTop = log.scrollHeight;
   }, [messages, drafts]);
+
+  const onScroll = () => {
+    const log = logRef.current;
+    if (!log) return;
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= AT_BOTTOM_PX;
+    following.current = atBottom;
+    setAwayFromBottom(!atBottom);
+  };
+
+  const jumpToNewest = () => {
+    const log = logRef.current;
+    if (!log) return;
+    following.current = true;
+    log.scrollTop = log.scrollHeight;
+    setAwayFromBottom(false);
+  };
 
   const send = (content: string) => {
     const trimmed = content.trim();
@@ -395,7 +465,12 @@ function Conversation({
 
   return (
     <>
-      <div className="log" role="log" aria-label="Conversation" aria-live="polite" ref={logRef} tabIndex={0}>
+      <div className="log" role="log" aria-label="Conversation" aria-live="polite" ref={logRef} tabIndex={0} onScroll={onScroll}>
+        {olderCursor && (
+          <button type="button" className="small secondary load-earlier" disabled={loadingEarlier} aria-busy={loadingEarlier} onClick={() => void loadEarlier()}>
+            Load earlier messages
+          </button>
+        )}
         {messages.length === 0 && drafts.length === 0 && <p className="hint">Say something to {agent?.name ?? 'the agent'}.</p>}
         {messages.map((message) => {
           const internal = message.visibility === 'internal';
@@ -435,6 +510,13 @@ function Conversation({
           );
         })}
       </div>
+      {awayFromBottom && (
+        <div className="jump">
+          <button type="button" className="small" onClick={jumpToNewest}>
+            Jump to the newest messages
+          </button>
+        </div>
+      )}
       <ThreadApprovals threadId={thread.id} live={live} />
       {failure && (
         <div className="failure" role="alert">
