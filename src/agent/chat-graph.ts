@@ -61,25 +61,16 @@ export const MEMORY_NODE = 'recall_memories';
 
 /** respond (recalling memories first in a turn) → tools → respond, until the model answers in text. */
 export function buildChatGraph(dependencies: ChatGraphDependencies) {
-  const { memories, models, logger, toolLoop } = dependencies;
-  const memoryLimit = dependencies.memoryLimit ?? 5;
+  const { models, logger, toolLoop } = dependencies;
   const context = dependencies.context ?? new ContextWindow({ models, logger, clock: { now: () => new Date() } });
 
   async function recallMemories(state: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
     const run = runSettingsOf(config);
     const log = logger.child({ threadId: run.threadId, runId: run.runId });
-    // Read from the end by index: no per-message copy of a long thread.
-    const choice = chooseMemoryQuery(classifiable(state.messages), state.summary);
-    if (choice.source === 'none') {
-      log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
-      return { recalled: [], memoryQuerySource: 'none' };
-    }
-    log.debug({ querySource: choice.source, query: choice.query.slice(0, 50) }, 'Memory query source selected');
-    const hits = await memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: memoryLimit });
-    return {
-      recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score, createdAt: hit.createdAt })),
-      memoryQuerySource: choice.source,
-    };
+    const { recalled, memoryQuerySource, query } = await recallForTurn(dependencies, state, run);
+    if (memoryQuerySource === 'none') log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
+    else log.debug({ querySource: memoryQuerySource, query: query.slice(0, 50) }, 'Memory query source selected');
+    return { recalled, memoryQuerySource };
   }
 
   async function respond(stateIn: ChatStateValue, config: RunnableConfig): Promise<Partial<ChatStateValue>> {
@@ -96,7 +87,7 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
     // The recalled memories, the run context rule, the envelope and the summary live in
     // this call's input only; the saved history receives just the reply (and a new
     // summary). Memories are data after the rules, never prompt text.
-    const { model, input } = await prepareChatCall({ context, models, toolLoop }, state, run, config, { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } });
+    const { model, input } = await prepareChatCall({ context, models, toolLoop }, state, run, config, recalledInput(state));
     if (input.envelope !== undefined) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
@@ -122,6 +113,42 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 }
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
+
+/** How many memories one turn recalls, unless the graph is given another limit. */
+export const DEFAULT_MEMORY_LIMIT = 5;
+
+/** What recalling a turn's memories needs: the chat graph's own dependencies, and the context endpoint's. */
+export interface MemoryRecallDependencies {
+  memories: MemoryStore;
+  memoryLimit?: number | undefined;
+}
+
+/**
+ * The memories a turn's first model call recalls: the query chosen from the thread
+ * (the current message; else the last real user message; else the summary; else none,
+ * I2), then the search. The one recall both the chat graph and GET
+ * /api/threads/{id}/context use; it only reads (logging is the caller's).
+ */
+export async function recallForTurn(
+  deps: MemoryRecallDependencies,
+  state: { messages: readonly BaseMessage[]; summary: string | null },
+  run: { userId: string; agentId: string },
+): Promise<{ recalled: RecalledMemory[]; memoryQuerySource: MemoryQuerySource; query: string }> {
+  // Read from the end by index: no per-message copy of a long thread.
+  const choice = chooseMemoryQuery(classifiable(state.messages), state.summary);
+  if (choice.source === 'none') return { recalled: [], memoryQuerySource: 'none', query: '' };
+  const hits = await deps.memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: deps.memoryLimit ?? DEFAULT_MEMORY_LIMIT });
+  return {
+    recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score, createdAt: hit.createdAt })),
+    memoryQuerySource: choice.source,
+    query: choice.query,
+  };
+}
+
+/** The recalled memories as a chat call's input carries them (fitted to their share in ContextWindow.prepare). */
+export function recalledInput(state: { recalled: readonly RecalledMemory[]; memoryQuerySource: MemoryQuerySource | null }): PrepareOptions {
+  return { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } };
+}
 
 export interface ChatCallDependencies {
   context: ContextWindow;

@@ -117,6 +117,7 @@ const modelInputDto = z
     systemTokens: z.number().int(),
     envelopeTokens: z.number().int().nullable().describe('null when the call carried no envelope'),
     tools: z.object({ count: z.number().int(), tokens: z.number().int() }).optional().describe("the tools bound to the call, their definitions counted (absent in records from before they were)"),
+    memories: z.object({ count: z.number().int(), tokens: z.number().int() }).optional().describe('the recalled memories the call carried, as fitted to their share (absent in records from before they were reported)'),
     summary: z.object({ tokens: z.number().int(), coveredMessages: z.number().int(), lastMessageId: z.string() }).nullable(),
     window: z.object({
       count: z.number().int(),
@@ -250,6 +251,16 @@ export const threadContextDto = z.object({
     note: z.string(),
   }),
   tools: z.object({ count: z.number().int(), tokens: z.number().int() }).describe('the tools the next call binds: their definitions (name, description, parameters schema) are input too'),
+  memories: z
+    .object({
+      count: z.number().int().describe('the recalled memories the call carries, after fitting to their share of the input (the lowest-ranked left out)'),
+      tokens: z.number().int().describe('their data block, part of system.tokens'),
+      query: z
+        .object({ source: z.enum(['current_message', 'last_real_user_message', 'conversation_summary', 'none']).describe('which text the memory search used (I2: never a synthetic message)') })
+        .nullable()
+        .describe('null when the call recalls no memories (a planner agent)'),
+    })
+    .describe('the memories the next call recalls: the same search, query and fitting as the call itself'),
   summary: z
     .object({
       text: z.string(),
@@ -276,6 +287,7 @@ export function toThreadContextDto(report: ContextReport): z.infer<typeof thread
     system: report.system,
     envelope: { ...report.envelope, note: ENVELOPE_NOTE },
     tools: report.tools,
+    memories: report.memories,
     summary: report.summary ? { ...report.summary, writtenBy: 'system' } : null,
     messages: report.messages,
     inputTokens: report.inputTokens,

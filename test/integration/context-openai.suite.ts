@@ -182,4 +182,45 @@ export function contextOpenAiSuite(backend: () => Backend): void {
     const view = (await server.request('GET', `/api/threads/${threadId}/context`)).body;
     expect(view.tools).toEqual(input.tools);
   });
+
+  it('I14, I2: the context endpoint includes the recalled memories the next call receives (the same recall, query and fitting), as their own part, writing nothing', async () => {
+    expect((await server.request('POST', '/api/agents', { body: { id: 'recaller', name: 'Recaller' } })).status).toBe(201);
+    // Room for an image (counted 1,600 tokens) beside the memories' share, so the next call folds nothing.
+    expect((await server.request('PUT', '/api/agents/recaller/context', { body: { maxTokens: 12_000 } })).status).toBe(200);
+    // More memories than their share of the budget takes: fitting leaves the lowest-ranked out.
+    for (let index = 0; index < 5; index++) {
+      const added = await server.request('POST', '/api/agents/recaller/memories', { body: { content: `ferns ${index}: ${'the ferns want damp peat and misted fronds; '.repeat(50 + index)}` } });
+      expect(added.status).toBe(201);
+    }
+    const threadId = (await server.request('POST', '/api/threads', { body: { agentId: 'recaller' } })).body.id as string;
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'How do my ferns like their water?' } })).body.run.status).toBe('succeeded');
+
+    const runsBefore = (await server.request('GET', `/api/threads/${threadId}/runs?limit=20`)).body.runs as unknown[];
+    const historyBefore = (await server.request('GET', `/api/threads/${threadId}/history?limit=200&include=internal`)).body.messages as unknown[];
+    const requestsBefore = provider.requests.length;
+    const view = (await server.request('GET', `/api/threads/${threadId}/context`)).body;
+    expect(view.system.text).toContain('<recalled_memories>');
+    expect(view.memories).toMatchObject({ count: expect.any(Number), tokens: expect.any(Number), query: { source: 'last_real_user_message' } });
+    expect(view.memories.count).toBeGreaterThan(0);
+    expect(view.memories.count).toBeLessThan(5);
+    expect(view.memories.tokens).toBeGreaterThan(0);
+    expect(view.memories.tokens).toBeLessThan(view.system.tokens);
+    // Nothing ran, nothing was written, no model was called.
+    expect(provider.requests.length).toBe(requestsBefore);
+    expect((await server.request('GET', `/api/threads/${threadId}/runs?limit=20`)).body.runs).toHaveLength(runsBefore.length);
+    expect((await server.request('GET', `/api/threads/${threadId}/history?limit=200&include=internal`)).body.messages).toHaveLength(historyBefore.length);
+    expect((await server.request('GET', `/api/threads/${threadId}/context`)).body).toEqual(view);
+
+    // The next message, an image alone (no text): its call's memory query is the last real
+    // user message, as the endpoint's is (I2), so the provider's system message is the
+    // endpoint's, but for the run's nonce.
+    const image = [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }];
+    expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: image } })).body.run.status).toBe('succeeded');
+    const request = provider.requests.slice(requestsBefore).find((candidate) => !isSummary(candidate))!;
+    const sentSystem = String(request.messages[0]!.content);
+    const nonce = /this run's nonce: ([A-Za-z0-9_-]+)\)/.exec(sentSystem)![1]!;
+    const asPreviewed = sentSystem.split(nonce).join('next-run');
+    expect(asPreviewed).toBe(view.system.text);
+    expect(4 + counter.text(asPreviewed)).toBe(view.system.tokens);
+  });
 }

@@ -3,7 +3,7 @@ import type { AgentKind } from '../../app/ports.js';
 import type { ThreadContextReader } from '../../app/context/thread-context-service.js';
 import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import type { RegisteredGraph } from '../agent-graph.js';
-import { prepareChatCall, type ChatCallDependencies } from '../chat-graph.js';
+import { prepareChatCall, recalledInput, recallForTurn, type ChatCallDependencies, type MemoryRecallDependencies } from '../chat-graph.js';
 import { runConfig, runSettingsOf } from '../run-settings.js';
 import type { ContextWindow } from './context-window.js';
 
@@ -14,12 +14,15 @@ const NEXT_RUN_NONCE = 'next-run';
  * What the next model call of a thread would receive, as GET /api/threads/{id}/context
  * shows it: read from the thread's checkpoint, fitted exactly like a call (nothing is
  * folded or written here). Computed for a person's next message, which shows no envelope.
+ * A chat agent's memories are recalled as its call recalls them (the same function, the
+ * query chosen from the thread as it stands: the last real user message, else the summary)
+ * and fitted by the same preparation; recalling only reads.
  */
 export function threadContextReader(
   context: ContextWindow,
   graphs: Partial<Record<AgentKind, Pick<RegisteredGraph, 'graph'>>>,
   defaultModel: string,
-  chat: Omit<ChatCallDependencies, 'context'>,
+  chat: Omit<ChatCallDependencies, 'context'> & MemoryRecallDependencies,
 ): ThreadContextReader {
   return async ({ agent, userId, threadId }) => {
     const settings = { runId: 'next', threadId, userId, agentId: agent.id, trigger: 'user' as const, model: agent.model ?? defaultModel, systemPrompt: agent.systemPrompt, nonce: NEXT_RUN_NONCE };
@@ -31,9 +34,10 @@ export function threadContextReader(
     const messages = agent.kind === 'planner' ? all.filter((message) => message.getType() === 'human' || message.getType() === 'ai') : all;
     const state = { messages, summary: values?.summary ?? null, summaryCoverage: values?.summaryCoverage ?? null };
     // A chat agent's call is prepared by the very function its graph uses (its tools counted, dangling tool calls closed).
-    const prepared =
-      agent.kind === 'chat' ? (await prepareChatCall({ ...chat, context }, state, runSettingsOf(config), config, { fold: false })).input : await context.prepare(state, runSettingsOf(config), config, { fold: false });
-    return prepared.report;
+    const run = runSettingsOf(config);
+    if (agent.kind !== 'chat') return (await context.prepare(state, run, config, { fold: false })).report;
+    const recall = await recallForTurn(chat, state, run);
+    return (await prepareChatCall({ ...chat, context }, state, run, config, { ...recalledInput(recall), fold: false })).input.report;
   };
 }
 

@@ -10,6 +10,7 @@ import { fitWindow, planFold, unitsOf, type FitItem, type FitKind } from '../../
 import type { Envelope } from '../../domain/envelope/build-envelope.js';
 import { hasEnvelopeMarker } from '../../domain/envelope/envelope-marker.js';
 import { textOf } from '../../domain/message-content.js';
+import type { MemoryQuerySource } from '../../domain/memory-query.js';
 import { memoryDataBlock, type RecalledMemoryData } from '../../domain/recalled-memories.js';
 import { buildModelInput, type ModelInputOptions } from '../envelope-injection.js';
 import type { ActiveRunSettings } from '../run-settings.js';
@@ -111,6 +112,14 @@ export class ContextWindow {
     const toolsTokens = this.counter.tools(tools);
     // Recalled memories take at most their share of the input, best-ranked first (I14).
     const inputOptions: ModelInputOptions = givenOptions.recalled ? { ...givenOptions, recalled: this.fitRecalled(givenOptions.recalled, Math.floor(inputLimit * MEMORY_SHARE), log) } : givenOptions;
+    const fittedRecalled = inputOptions.recalled;
+    const memories: ContextReport['memories'] = fittedRecalled
+      ? {
+          count: fittedRecalled.memories.length,
+          tokens: this.counter.text(memoryDataBlock(fittedRecalled.memories, fittedRecalled.foundBy)),
+          query: fittedRecalled.foundBy === null ? null : { source: fittedRecalled.foundBy as MemoryQuerySource },
+        }
+      : { count: 0, tokens: 0, query: null };
     const basePrompt = this.fitSystemPrompt(inputOptions.systemPrompt ?? run.systemPrompt, Math.floor(inputLimit * SYSTEM_PROMPT_SHARE), run, mayFold !== false, log);
     // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
     const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
@@ -217,6 +226,7 @@ export class ContextWindow {
       system: { text: systemText, tokens: systemTokens },
       envelope: { shown: input.envelope !== undefined, tokens: input.envelope !== undefined ? envelopeTokens : 0 },
       tools: { count: tools.length, tokens: toolsTokens },
+      memories,
       summary: summary ? { text: summary, tokens: summaryTokens, coverage } : null,
       messages: { inThread: priorCovered + kept.length, summarized: priorCovered + covered, trimmed: recent.length - (window.length - (opening === 'placeholder' ? 1 : 0)), window: windowReport, tokens: messageTokens },
       inputTokens,

@@ -1,5 +1,6 @@
 import type { BudgetSource } from './context-settings.js';
 import type { SummaryCoverage } from './conversation-summary.js';
+import type { MemoryQuerySource } from '../memory-query.js';
 
 /** What one model call receives, part by part, with token counts (for logs and GET /api/threads/{id}/context). */
 export interface ContextReport {
@@ -17,6 +18,11 @@ export interface ContextReport {
   envelope: { shown: boolean; tokens: number };
   /** The tools bound to the call: their definitions (name, description, parameters schema) are input at the provider. */
   tools: { count: number; tokens: number };
+  /**
+   * The recalled memories the call carries (their data block, part of `system`), as fitted
+   * to their share of the input; `query` null when the call recalls none (a planner's).
+   */
+  memories: { count: number; tokens: number; query: { source: MemoryQuerySource } | null };
   summary: { text: string; tokens: number; coverage: SummaryCoverage | null } | null;
   messages: {
     /** Messages in the thread (every one is still in history). */
@@ -49,6 +55,8 @@ export interface ModelInputRecord {
   envelopeTokens: number | null;
   /** The bound tools' definitions (absent in records written before they were counted). */
   tools?: { count: number; tokens: number };
+  /** The recalled memories' data block, as fitted (absent in records written before it was reported). */
+  memories?: { count: number; tokens: number };
   summary: { tokens: number; coveredMessages: number; lastMessageId: string } | null;
   window: { count: number; tokens: number; firstMessageId: string | null; lastMessageId: string | null; summarized: number; trimmed: number; cut: boolean; mediaReplaced: number };
 }
@@ -63,6 +71,7 @@ export function modelInputRecordOf(report: ContextReport, at: string, model: str
     systemTokens: report.system.tokens,
     envelopeTokens: report.envelope.shown ? report.envelope.tokens : null,
     tools: report.tools,
+    memories: { count: report.memories.count, tokens: report.memories.tokens },
     summary: report.summary ? { tokens: report.summary.tokens, coveredMessages: report.summary.coverage?.messageCount ?? 0, lastMessageId: report.summary.coverage?.lastMessageId ?? '' } : null,
     window: {
       count: window.length,
