@@ -27,6 +27,8 @@ export interface ScriptedCall {
   messages: BaseMessage[];
   /** 1-based count of calls of this name. */
   index: number;
+  /** The tools bound to the call as the provider would receive them (a structured decision's schema is one). */
+  tools: Array<{ name: string; description: string; parameters: Record<string, unknown> }>;
 }
 
 const REPEAT = Symbol('repeat');
@@ -91,7 +93,7 @@ export class ScriptedChatModel extends BaseChatModel<ScriptedCallOptions> {
     const name = toolNameOf(options.tools?.[0]) ?? 'text';
     const index = (this.counts.get(name) ?? 0) + 1;
     this.counts.set(name, index);
-    const call: ScriptedCall = { name, messages, index };
+    const call: ScriptedCall = { name, messages, index, tools: (options.tools ?? []).map(toolSchemaOf).filter((tool) => tool !== undefined) };
     this.calls.push(call);
     const answer = this.next(call);
     const text = typeof answer === 'string' ? answer : JSON.stringify(answer);
@@ -130,6 +132,12 @@ export class ScriptedChatModel extends BaseChatModel<ScriptedCallOptions> {
     const answer = queue.length === 1 && queue[REPEAT] ? queue[0]! : queue.shift()!;
     return typeof answer === 'function' ? answer(call) : answer;
   }
+}
+
+function toolSchemaOf(tool: BindToolsInput): ScriptedCall['tools'][number] | undefined {
+  const definition = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } }).function;
+  if (typeof definition?.name !== 'string') return undefined;
+  return { name: definition.name, description: typeof definition.description === 'string' ? definition.description : '', parameters: (definition.parameters ?? {}) as Record<string, unknown> };
 }
 
 function toolNameOf(tool: BindToolsInput | undefined): string | undefined {

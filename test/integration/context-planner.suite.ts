@@ -90,4 +90,33 @@ export function contextPlannerSuite(backend: () => Backend): void {
       expect(tokens, call.name).toBeLessThanOrEqual(BUDGET - 600);
     }
   });
+
+  it("I14: a planner decision's output schema is input too (providers send it as a tool definition): with a small budget, every decision's messages and schema stay within it", async () => {
+    const SMALL = 1500;
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan('Sort the seed packets', 'Read them', 'Sum them up')],
+      tactical_plan: always(tacticalPlan(step('do it'))),
+      executor_step: always(execute([], true, 'done')),
+      tactical_critique: always(approve()),
+      strategic_critique: always(approve()),
+      text: ['Sorted.'],
+    });
+    const agent = await harness.agent();
+    await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: SMALL }, new Date().toISOString());
+    const thread = await harness.thread(agent);
+    // The request fills each decision's context to its bound: only the schema's tokens can push a call over.
+    const outcome = await harness.say(thread, `Please sort my seed packets. ${'Beans, peas, carrots and kale from last spring; '.repeat(400)}`);
+    expect(outcome.run.status).toBe('succeeded');
+    const inputLimit = SMALL - 300; // a fifth of the budget is the answer's room
+    const decisions = model.calls.filter((call) => call.name !== 'text');
+    expect(decisions.length).toBeGreaterThanOrEqual(6);
+    for (const call of decisions) {
+      expect(call.tools.map((tool) => tool.name), call.name).toEqual([call.name]);
+      const schemaTokens = counter.tools(call.tools);
+      expect(schemaTokens, call.name).toBeGreaterThan(0);
+      const tokens = call.messages.reduce((sum, message) => sum + counter.message(message).tokens, 0);
+      expect(tokens + schemaTokens, call.name).toBeLessThanOrEqual(inputLimit);
+    }
+  });
 }

@@ -1,6 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { BUDGETED_TRIGGERS } from '../../domain/autonomy/autonomous-triggers.js';
 import type { RunnableConfig } from '@langchain/core/runnables';
+import type { InteropZodType } from '@langchain/core/utils/types';
 import type { Logger } from 'pino';
 import type { AgentRepository, ChatModelResolver, Clock } from '../../app/ports.js';
 import { contextSettingsOf, contextSettingsSchema, resolveContextBudget, SYSTEM_PROMPT_SHARE, type ContextBudget } from '../../domain/context/context-settings.js';
@@ -265,19 +266,22 @@ export class ContextWindow {
    * Bound a model call that reads no thread history — a planner decision or the
    * overlord's, whose input is the system prompt and one JSON context message — to the
    * agent's budget: over it, the context message (the last non-envelope human message)
-   * is cut, marked, to what fits. Everything else is sent as built.
+   * is cut, marked, to what fits. Everything else is sent as built. The decision's output
+   * schema (`output`), which the provider receives as a tool definition, is input too: a
+   * fixed part, like a chat call's tools.
    */
-  async bound(messages: readonly BaseMessage[], owner: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>): Promise<BaseMessage[]> {
+  async bound(messages: readonly BaseMessage[], owner: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>, output?: DecisionOutput): Promise<BaseMessage[]> {
     const budget = await this.budget(owner);
     const limit = Math.floor((budget.maxTokens - budget.answerTokens) / this.calibration.factor(owner.model));
     const counts = messages.map((message) => this.counter.message(message).tokens);
-    const total = counts.reduce((sum, count) => sum + count, 0);
+    const schemaTokens = output ? this.counter.outputSchema(output.name, output.schema) : 0;
+    const total = schemaTokens + counts.reduce((sum, count) => sum + count, 0);
     if (total <= limit) return [...messages];
     let index = messages.length - 1;
     while (index >= 0 && (messages[index]!.getType() !== 'human' || hasEnvelopeMarker(messages[index]!))) index -= 1;
     if (index < 0) return [...messages];
     const room = Math.max(0, limit - (total - counts[index]!));
-    this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], room }, 'decision input over the context budget; its context is cut to fit');
+    this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], schemaTokens, room }, 'decision input over the context budget; its context is cut to fit');
     return messages.map((message, position) => (position === index ? this.shorten(message, room) : message));
   }
 
@@ -425,6 +429,12 @@ export class ContextWindow {
     const text = this.counter.truncate(textOf(light.content), Math.max(0, room - overhead - this.counter.text(mark) - 2));
     return copyWithContent(light, `${text}${mark}`);
   }
+}
+
+/** A structured decision's answer: its name and output schema, bound as a tool by withStructuredOutput. */
+export interface DecisionOutput {
+  name: string;
+  schema: InteropZodType;
 }
 
 export const SYSTEM_PROMPT_CUT_MARK = '\n[… system prompt cut to fit the context budget]';

@@ -1,6 +1,8 @@
 import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
+import { getSchemaDescription, type InteropZodType } from '@langchain/core/utils/types';
+import { toJsonSchema } from '@langchain/core/utils/json_schema';
 
 /**
  * Token counts for fitting model calls (I14), from a tokenizer whose ranks ship inside
@@ -141,7 +143,27 @@ export class TokenCounter {
   /** Counts of toolsets (the JSON of their definitions): an agent's tools rarely change between calls. */
   private readonly toolsets = new Map<string, number>();
 
+  /** Counts of structured decisions' output schemas, per schema object and name (a decision's schema is a module constant). */
+  private readonly outputSchemas = new WeakMap<object, Map<string, number>>();
+
   constructor(private readonly cacheSize = 20_000) {}
+
+  /**
+   * What a structured decision's output schema takes of its input: withStructuredOutput
+   * binds it as one tool (the decision's name, the schema's description, its JSON schema),
+   * which providers send with the messages. Counted as tools() counts a chat call's tools;
+   * cached per schema.
+   */
+  outputSchema(name: string, schema: InteropZodType): number {
+    let byName = this.outputSchemas.get(schema);
+    let count = byName?.get(name);
+    if (count === undefined) {
+      count = this.tools([{ name, description: getSchemaDescription(schema) ?? 'A function available to call.', parameters: toJsonSchema(schema) as Record<string, unknown> }]);
+      if (!byName) this.outputSchemas.set(schema, (byName = new Map()));
+      byName.set(name, count);
+    }
+    return count;
+  }
 
   /**
    * What a call's bound tools take of its input: each tool's name, description and

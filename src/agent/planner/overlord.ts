@@ -134,7 +134,7 @@ export class Overlord implements PlanHeartbeats {
       plan: { goal: plan.goal ?? plan.request, status: plan.status, stopReason: plan.reason, remainingMilestones: remaining, wakesSoFar: wakes },
       bounds: { earliestNextCheckAt: iso(now.getTime() + settings.minDelayMs), latestNextCheckAt: iso(now.getTime() + settings.maxDelayMs) },
     });
-    const bounded = this.deps.context ? await this.deps.context.bound(messages, { userId: agent.userId, agentId: agent.id, model: modelSpec }) : messages;
+    const bounded = this.deps.context ? await this.deps.context.bound(messages, { userId: agent.userId, agentId: agent.id, model: modelSpec }, { name: 'overlord_decision', schema: overlordDecision }) : messages;
     const answer = await decide(model, overlordDecision, 'overlord_decision', bounded, { retries: 1, maxTokens: settings.wakeMaxTokens });
     const counted = { wakes: wakes + 1 };
     if (!answer.ok) {

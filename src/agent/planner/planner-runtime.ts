@@ -15,7 +15,7 @@ import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
 import type { BaseMessage } from '@langchain/core/messages';
-import { ContextWindow } from '../context/context-window.js';
+import { ContextWindow, type DecisionOutput } from '../context/context-window.js';
 import { decisionMessages, type PlannerRole } from './planner-prompts.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import { withoutTools, type Toolbox, type ToolboxFactory } from '../tools/planner-toolbox.js';
@@ -106,10 +106,11 @@ export class PlannerRuntime {
   /**
    * The messages of one planner decision, bounded to the agent's context budget (I14):
    * a decision reads no thread history, but its JSON context (the request, evidence,
-   * results) can outgrow the budget; it is then cut, marked, to fit.
+   * results) can outgrow the budget; it is then cut, marked, to fit, with room left for
+   * the decision's output schema (`output`: the name and schema given to decide()).
    */
-  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>): Promise<BaseMessage[]> {
-    return this.context.bound(decisionMessages(role, scope.run, context), scope.run);
+  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>, output: DecisionOutput): Promise<BaseMessage[]> {
+    return this.context.bound(decisionMessages(role, scope.run, context), scope.run, output);
   }
 
   model(scope: RunScope) {
