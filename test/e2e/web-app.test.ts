@@ -1052,5 +1052,29 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('the thread list shows more on request, and a thread linked directly that is not on its first page opens', async () => {
+      const far = await thread({ title: 'Far back' }, CAROL.token);
+      for (let index = 0; index < 105; index++) await thread({ title: `Filler ${index}` }, CAROL.token);
+      const page = await openAs(CAROL.token, `#chat/${far}`);
+      await page.getByRole('heading', { level: 1, name: 'Far back' }).waitFor({ timeout: 5_000 });
+      await page.getByRole('textbox', { name: 'Message' }).waitFor();
+      const threads = page.getByRole('complementary', { name: 'Threads' });
+      const items = threads.locator('.thread-list > li');
+      await items.first().waitFor();
+      const more = threads.getByRole('button', { name: 'Show more threads' });
+      await waitFor(
+        async () => {
+          if ((await items.count()) >= 106) return true;
+          if ((await more.count()) > 0) await more.click({ timeout: 2_000 }).catch(() => undefined);
+          return false;
+        },
+        15_000,
+        'every thread listed',
+      );
+      expect(await items.count()).toBe(106);
+      expect(await threads.getByRole('button', { name: /^Far back/ }).count()).toBe(1);
+      await more.waitFor({ state: 'detached' });
+      await page.close();
+    });
   });
 });

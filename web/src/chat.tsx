@@ -9,6 +9,8 @@ import { ThreadApprovals } from './approvals.js';
 const SEEN_PREFIX = 'vigil.seen.';
 /** Messages per page of history: the newest page when a thread opens, more on "Load earlier messages". */
 const HISTORY_PAGE = 50;
+/** Threads per page of the list: the newest page (polled), more on "Show more threads". */
+const THREAD_PAGE = 50;
 /** How close to the bottom (px) still counts as reading the newest messages. */
 const AT_BOTTOM_PX = 8;
 
@@ -42,9 +44,42 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
   const [createError, setCreateError] = useState<unknown>();
   const [creating, setCreating] = useState(false);
 
+  /** Where the list goes on after its first page (null: nothing more). */
+  const [firstCursor, setFirstCursor] = useState<string | null>(null);
+  /** Pages past the first, loaded on "Show more threads", and where the next one starts. */
+  const [more, setMore] = useState<{ threads: Thread[]; cursor: string | null } | undefined>();
+  const [loadingMore, setLoadingMore] = useState(false);
+  const [moreError, setMoreError] = useState<unknown>();
+  /** The thread opened by its address when the loaded pages do not hold it (or why it could not be read). */
+  const [linked, setLinked] = useState<Thread | { id: string; error: unknown } | undefined>();
+
   const reloadThreads = useCallback(async () => {
-    setThreads((await api<{ threads: Thread[] }>('GET', '/api/threads?limit=100')).threads);
+    const page = await api<{ threads: Thread[]; nextCursor: string | null }>('GET', `/api/threads?limit=${THREAD_PAGE}`);
+    setThreads(page.threads);
+    setFirstCursor(page.nextCursor);
   }, []);
+
+  const nextCursor = more ? more.cursor : firstCursor;
+  const showMore = async () => {
+    if (!nextCursor || loadingMore) return;
+    setLoadingMore(true);
+    try {
+      const page = await api<{ threads: Thread[]; nextCursor: string | null }>('GET', `/api/threads?limit=${THREAD_PAGE}&cursor=${encodeURIComponent(nextCursor)}`);
+      setMore((current) => ({ threads: [...(current?.threads ?? []), ...page.threads], cursor: page.nextCursor }));
+      setMoreError(undefined);
+    } catch (failure) {
+      setMoreError(failure);
+    } finally {
+      setLoadingMore(false);
+    }
+  };
+
+  /** A thread renamed or deleted from the list: the pages past the first and the linked one follow. */
+  const changed = (thread: Thread, deleted = false) => {
+    const update = (list: Thread[]) => (deleted ? list.filter((entry) => entry.id !== thread.id) : list.map((entry) => (entry.id === thread.id ? thread : entry)));
+    setMore((current) => current && { ...current, threads: update(current.threads) });
+    setLinked((current) => (current && current.id === thread.id ? (deleted ? undefined : thread) : current));
+  };
 
   useEffect(() => {
     void reloadThreads();
@@ -85,7 +120,25 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
     }
   };
 
-  const current = threads.find((thread) => thread.id === selected);
+  // The list: the first page (polled), then the pages shown on request, each thread once (one that moved up is in the first page).
+  const firstIds = new Set(threads.map((thread) => thread.id));
+  const listed = [...threads, ...(more?.threads ?? []).filter((thread) => !firstIds.has(thread.id))];
+  const inList = listed.find((thread) => thread.id === selected);
+  const current = inList ?? (linked && linked.id === selected && !('error' in linked) ? linked : undefined);
+
+  // A thread opened by its address that the loaded pages do not hold (a link, an older thread): read it on its own.
+  useEffect(() => {
+    if (!selected || inList || (linked && linked.id === selected)) return;
+    let still = true;
+    api<Thread>('GET', `/api/threads/${encodeURIComponent(selected)}`).then(
+      (thread) => still && setLinked(thread),
+      (error: unknown) => still && setLinked({ id: selected, error }),
+    );
+    return () => {
+      still = false;
+    };
+  }, [selected, inList, linked]);
+  const linkedError = linked && linked.id === selected && 'error' in linked ? linked.error : undefined;
 
   // A thread of an agent this page has not listed (a newcomer's first thread made the default
   // agent; an agent made elsewhere): list the agents again, once per such id, to name it.
@@ -109,14 +162,31 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
           <ErrorNote error={createError} prefix="No new thread:" />
         </div>
         <ul className="thread-list">
-          {threads.map((thread) => (
-            <ThreadItem key={thread.id} thread={thread} active={thread.id === selected} onOpen={() => open(thread.id)} onChanged={reloadThreads} onDeleted={() => {
-              if (thread.id === selected) location.hash = 'chat';
-              void reloadThreads();
-            }} />
+          {listed.map((thread) => (
+            <ThreadItem
+              key={thread.id}
+              thread={thread}
+              active={thread.id === selected}
+              onOpen={() => open(thread.id)}
+              onChanged={(renamed) => {
+                changed(renamed);
+                void reloadThreads();
+              }}
+              onDeleted={() => {
+                if (thread.id === selected) location.hash = 'chat';
+                changed(thread, true);
+                void reloadThreads();
+              }}
+            />
           ))}
-          {threads.length === 0 && <li className="empty">No threads yet.</li>}
+          {listed.length === 0 && <li className="empty">No threads yet.</li>}
         </ul>
+        {nextCursor && (
+          <button type="button" className="secondary show-more" disabled={loadingMore} aria-busy={loadingMore} onClick={() => void showMore()}>
+            Show more threads
+          </button>
+        )}
+        <ErrorNote error={moreError} prefix="More threads did not load:" />
       </aside>
       <main className="conversation-pane">
         <div className="pane-bar">
@@ -147,8 +217,10 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
               setShowInspector(true);
             }}
           />
+        ) : linkedError ? (
+          <ErrorNote error={linkedError} prefix="This thread could not be opened:" />
         ) : (
-          <p className="hint">Pick a thread or start a new one.</p>
+          <p className="hint">{selected ? 'Loading the thread…' : 'Pick a thread or start a new one.'}</p>
         )}
       </main>
       {current && showInspector && (
@@ -175,7 +247,7 @@ function AgentTag({ agents, thread }: { agents: Agent[]; thread: Thread }) {
   return <span className="agent-tag">{agent?.name ?? thread.agentId}</span>;
 }
 
-function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: Thread; active: boolean; onOpen: () => void; onChanged: () => void; onDeleted: () => void }) {
+function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: Thread; active: boolean; onOpen: () => void; onChanged: (thread: Thread) => void; onDeleted: () => void }) {
   const [renaming, setRenaming] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const unseen = !active && hasUnseenAutonomous(thread);
@@ -189,9 +261,9 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
             event.preventDefault();
             const value = String(new FormData(event.currentTarget).get('title') ?? '').trim();
             try {
-              await api('PATCH', `/api/threads/${thread.id}`, { title: value || null });
+              const renamed = await api<Thread>('PATCH', `/api/threads/${thread.id}`, { title: value || null });
               setRenaming(false);
-              onChanged();
+              onChanged(renamed);
             } catch (failure) {
               setError(failure instanceof ApiError ? failure.fieldError('/title') ?? failure.message : String(failure));
             }
