@@ -888,6 +888,14 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'one more from my phone' } })).status).toBe(200);
       await log.locator('article.assistant:not(.streaming)', { hasText: 'one more from my phone' }).waitFor();
       await waitFor(async () => (await fromBottom(page)) <= 1, 5_000, 'the view to follow the new message');
+
+      // Scrolled up, the person writes: what they sent, and the reply, are brought into view.
+      await page.evaluate(`${LOG}.scrollTop = 300`);
+      await page.getByRole('button', { name: 'Jump to the newest messages' }).waitFor();
+      await page.getByRole('textbox', { name: 'Message' }).fill('and what about this?');
+      await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+      await log.locator('article.assistant:not(.streaming)', { hasText: 'and what about this?' }).waitFor();
+      await waitFor(async () => (await fromBottom(page)) <= 1, 5_000, 'the view at the reply to what was sent');
       await page.close();
     });
 

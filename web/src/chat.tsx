@@ -529,6 +529,8 @@ function Conversation({
     if (!trimmed) return;
     lastSent.current = trimmed;
     setFailure(undefined);
+    // Writing is taking part: the view goes to the newest messages and follows the reply.
+    jumpToNewest();
     live.send({ type: 'message.send', threadId: thread.id, content: trimmed });
   };
 
