@@ -27,16 +27,21 @@ export function contextPlannerSuite(backend: () => Backend): void {
     await harness?.destroy();
   });
 
-  it('I14: every planner decision and the final reply fit the budget; the oversized request stays whole in history', async () => {
-    model = new ScriptedChatModel({
+  /** A plan of one step that runs, is approved at every level, and answers `reply`. */
+  function oneStepPlan(goal: string, steps: string[], reply: string | ReturnType<typeof always>) {
+    return new ScriptedChatModel({
       knowledge_plan: [noKnowledge],
-      strategic_plan: [strategicPlan('Sort the garden notes', 'Read them', 'Sum them up')],
+      strategic_plan: [strategicPlan(goal, ...steps)],
       tactical_plan: always(tacticalPlan(step('do it'))),
       executor_step: always(execute([], true, 'done')),
       tactical_critique: always(approve()),
       strategic_critique: always(approve()),
-      text: ['Sorted.'],
+      text: typeof reply === 'string' ? [reply] : reply,
     });
+  }
+
+  it('I14: every planner decision and the final reply fit the budget; the oversized request stays whole in history', async () => {
+    model = oneStepPlan('Sort the garden notes', ['Read them', 'Sum them up'], 'Sorted.');
     const agent = await harness.agent();
     await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: BUDGET }, new Date().toISOString());
     const thread = await harness.thread(agent);
@@ -62,15 +67,7 @@ export function contextPlannerSuite(backend: () => Backend): void {
   });
 
   it('I14: recalled memories far larger than the budget are fitted: every planner call, the final reply included, stays within it', async () => {
-    model = new ScriptedChatModel({
-      knowledge_plan: [noKnowledge],
-      strategic_plan: [strategicPlan('Water the orchids', 'Check the soil')],
-      tactical_plan: always(tacticalPlan(step('do it'))),
-      executor_step: always(execute([], true, 'done')),
-      tactical_critique: always(approve()),
-      strategic_critique: always(approve()),
-      text: always('Watered.'),
-    });
+    model = oneStepPlan('Water the orchids', ['Check the soil'], always('Watered.'));
     const agent = await harness.agent();
     await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: BUDGET }, new Date().toISOString());
     for (let index = 0; index < 5; index++) {
@@ -93,15 +90,7 @@ export function contextPlannerSuite(backend: () => Backend): void {
 
   it("I14: a planner decision's output schema is input too (providers send it as a tool definition): with a small budget, every decision's messages and schema stay within it", async () => {
     const SMALL = 1500;
-    model = new ScriptedChatModel({
-      knowledge_plan: [noKnowledge],
-      strategic_plan: [strategicPlan('Sort the seed packets', 'Read them', 'Sum them up')],
-      tactical_plan: always(tacticalPlan(step('do it'))),
-      executor_step: always(execute([], true, 'done')),
-      tactical_critique: always(approve()),
-      strategic_critique: always(approve()),
-      text: ['Sorted.'],
-    });
+    model = oneStepPlan('Sort the seed packets', ['Read them', 'Sum them up'], 'Sorted.');
     const agent = await harness.agent();
     await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: SMALL }, new Date().toISOString());
     const thread = await harness.thread(agent);

@@ -8,7 +8,7 @@ import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDec
 import type { DueJob, JobQueue } from '../job-queue.js';
 import type { AgentRecord, Clock, EventBus, Storage } from '../ports.js';
 import type { RunCoordinator } from '../run-coordinator.js';
-import type { ApprovalAsk, ApprovalGate, ApprovalRepository } from './approval-ports.js';
+import type { ApprovalAsk, ApprovalDecisionWrite, ApprovalGate, ApprovalRepository } from './approval-ports.js';
 import { detached } from './detached-context.js';
 
 export const APPROVAL_EXPIRE_QUEUE = 'approval.expire';
@@ -134,27 +134,14 @@ export class ApprovalService implements ApprovalGate {
     if (record.status !== 'pending') return sameDecisionOrConflict(record, status, body);
     const now = this.deps.clock.now();
     if (Date.parse(record.expiresAt) <= now.getTime()) return sameDecisionOrConflict(await this.expireLate(record), status, body);
-    if (body.decision === 'edit') {
-      const problem = await this.deps.validate(record, record.tool, body.arguments ?? {});
-      if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { tool: record.tool, problem } });
-    }
-    const decided = await this.deps.repository.decide(id, {
-      status,
-      decidedBy: userId,
-      channel,
-      decidedAt: now.toISOString(),
-      message: body.message ?? null,
-      editedArguments: body.decision === 'edit' ? (body.arguments ?? {}) : null,
-      beforeDeadline: now.toISOString(),
-    });
+    await this.checkEdit(record, body);
+    const decided = await this.deps.repository.decide(id, decisionWrite(userId, body, channel, now));
     if (!decided) {
       const current = (await this.deps.repository.getById(id)) ?? record;
       // Still pending: the deadline passed while the decision was on its way.
       return sameDecisionOrConflict(current.status === 'pending' ? await this.expireLate(current) : current, status, body);
     }
-    this.deps.logger.info({ threadId: decided.threadId, approvalId: id, status, channel }, 'approval decided');
-    this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: status as 'approved' | 'edited' | 'rejected', channel });
-    await this.disarmDeadline(decided);
+    await this.announceDecided(decided, channel);
     await this.resumeWhenSettled(decided);
     return decided;
   }
@@ -170,32 +157,29 @@ export class ApprovalService implements ApprovalGate {
   async decideAll(userId: string, decisions: ReadonlyArray<{ id: string; body: ApprovalDecisionBody }>, channel: ApprovalChannel = 'api'): Promise<ApprovalRecord[]> {
     await this.checkAll(userId, decisions);
     const now = this.deps.clock.now();
-    const written = await this.deps.repository.decideAll(
-      decisions.map(({ id, body }) => ({
-        id,
-        decision: {
-          status: statusOfDecision(body.decision),
-          decidedBy: userId,
-          channel,
-          decidedAt: now.toISOString(),
-          message: body.message ?? null,
-          editedArguments: body.decision === 'edit' ? (body.arguments ?? {}) : null,
-          beforeDeadline: now.toISOString(),
-        },
-      })),
-    );
+    const written = await this.deps.repository.decideAll(decisions.map(({ id, body }) => ({ id, decision: decisionWrite(userId, body, channel, now) })));
     if (!written) {
       // Another decision, or the deadline, won one of them in between: none was recorded. Say which.
       await this.checkAll(userId, decisions);
       throw new VigilError('APPROVAL_ALREADY_DECIDED', 'one of the approvals was decided, or reached its deadline, while the decisions were recorded; none was recorded');
     }
-    for (const decided of written) {
-      this.deps.logger.info({ threadId: decided.threadId, approvalId: decided.id, status: decided.status, channel }, 'approval decided');
-      this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: decided.status as 'approved' | 'edited' | 'rejected', channel });
-      await this.disarmDeadline(decided);
-    }
+    for (const decided of written) await this.announceDecided(decided, channel);
     for (const decided of written) await this.resumeWhenSettled(decided);
     return written;
+  }
+
+  /** A person's decision recorded: logged, published, its deadline disarmed. */
+  private async announceDecided(decided: ApprovalRecord, channel: ApprovalChannel): Promise<void> {
+    this.deps.logger.info({ threadId: decided.threadId, approvalId: decided.id, status: decided.status, channel }, 'approval decided');
+    this.emit({ type: 'approval.decided', ...this.eventBase(decided), status: decided.status as 'approved' | 'edited' | 'rejected', channel });
+    await this.disarmDeadline(decided);
+  }
+
+  /** An edit's arguments must fit the tool (400 APPROVAL_ARGUMENTS_INVALID). */
+  private async checkEdit(record: ApprovalRecord, body: ApprovalDecisionBody): Promise<void> {
+    if (body.decision !== 'edit') return;
+    const problem = await this.deps.validate(record, record.tool, body.arguments ?? {});
+    if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { approvalId: record.id, tool: record.tool, problem } });
   }
 
   /**
@@ -212,10 +196,7 @@ export class ApprovalService implements ApprovalGate {
         const expired = await this.expireLate(record);
         throw new VigilError('APPROVAL_ALREADY_DECIDED', `the approval ${record.id} is already ${expired.status}`, { details: { approvalId: record.id, status: expired.status } });
       }
-      if (body.decision === 'edit') {
-        const problem = await this.deps.validate(record, record.tool, body.arguments ?? {});
-        if (problem !== null) throw new VigilError('APPROVAL_ARGUMENTS_INVALID', `the edited arguments do not fit ${record.tool}: ${problem}`, { details: { approvalId: record.id, tool: record.tool, problem } });
-      }
+      await this.checkEdit(record, body);
     }
     return records;
   }
@@ -373,4 +354,17 @@ function sameDecisionOrConflict(record: ApprovalRecord, status: DecidedStatus, b
   const same = record.status === status && (status !== 'edited' || hashArguments(record.editedArguments ?? {}) === hashArguments(body.arguments ?? {}));
   if (same) return record;
   throw new VigilError('APPROVAL_ALREADY_DECIDED', `the approval is already ${record.status}`, { details: { status: record.status } });
+}
+
+/** What a person's decision writes: checked against the deadline by the repository (beforeDeadline). */
+function decisionWrite(userId: string, body: ApprovalDecisionBody, channel: ApprovalChannel, now: Date): ApprovalDecisionWrite {
+  return {
+    status: statusOfDecision(body.decision),
+    decidedBy: userId,
+    channel,
+    decidedAt: now.toISOString(),
+    message: body.message ?? null,
+    editedArguments: body.decision === 'edit' ? (body.arguments ?? {}) : null,
+    beforeDeadline: now.toISOString(),
+  };
 }
