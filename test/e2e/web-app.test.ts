@@ -993,6 +993,49 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('an action the server refuses (Pause, Delete of a schedule, a memory, an agent already deleted elsewhere) says why next to its button', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'doomed', name: 'Doomed' } })).status).toBe(201);
+      const memory = await fx.request('POST', '/api/agents/doomed/memories', { body: { content: 'Gone before the click' } });
+      expect(memory.status).toBe(201);
+      const schedule = await fx.request('POST', '/api/schedules', { body: { name: 'vanishing', task: 'Ask', timing: { kind: 'cron', cron: '0 9 * * 1', timezone: 'UTC' }, agentId: 'doomed' } });
+      expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
+      const page = await openAs(ALICE.token, '#schedules');
+      page.on('dialog', (dialog) => void dialog.accept());
+      const card = page.locator('li.card').filter({ hasText: 'vanishing' });
+      await card.getByRole('button', { name: 'Pause vanishing' }).waitFor();
+      // Deleted elsewhere after this page listed it: pausing and deleting it are refused.
+      const gone = await fx.request('DELETE', `/api/schedules/${schedule.body.id}`);
+      expect(gone.status).toBe(204);
+      const refused = await fx.request('PATCH', `/api/schedules/${schedule.body.id}`, { body: { enabled: false } });
+      expect(refused.status).toBe(404);
+      const pause = card.getByRole('button', { name: 'Pause vanishing' });
+      await pause.click();
+      const pauseAlert = card.getByRole('alert').filter({ hasText: 'Not paused' });
+      await pauseAlert.waitFor({ timeout: 5_000 });
+      await expect(pauseAlert.textContent()).resolves.toContain(`${refused.body.error.code}: ${refused.body.error.message}`);
+      // The refusal describes the button it belongs to, which is usable again.
+      await expect(pause.getAttribute('aria-describedby')).resolves.toBe(await pauseAlert.getAttribute('id'));
+      expect(await pause.getAttribute('aria-disabled')).toBeNull();
+      await card.getByRole('button', { name: 'Delete vanishing' }).click();
+      await card.getByRole('alert').filter({ hasText: 'Not deleted' }).filter({ hasText: refused.body.error.code }).waitFor({ timeout: 5_000 });
+
+      await page.goto(`${fx.url}/#memory`);
+      await page.getByLabel('Agent').selectOption('doomed');
+      const memoryCard = page.locator('li.card').filter({ hasText: 'Gone before the click' });
+      await memoryCard.waitFor();
+      expect((await fx.request('DELETE', `/api/memories/${memory.body.id}`)).status).toBe(204);
+      await memoryCard.getByRole('button', { name: 'Delete memory' }).click();
+      await memoryCard.getByRole('alert').filter({ hasText: 'Not deleted' }).filter({ hasText: 'NOT_FOUND' }).waitFor({ timeout: 5_000 });
+
+      await page.goto(`${fx.url}/#agents`);
+      const agentCard = page.locator('li.card').filter({ hasText: 'Doomed' });
+      await agentCard.getByRole('button', { name: 'Delete Doomed' }).waitFor();
+      expect((await fx.request('DELETE', '/api/agents/doomed')).status).toBe(204);
+      await agentCard.getByRole('button', { name: 'Delete Doomed' }).click();
+      await agentCard.getByRole('alert').filter({ hasText: 'Not deleted' }).filter({ hasText: 'NOT_FOUND' }).waitFor({ timeout: 5_000 });
+      await page.close();
+    });
+
     it('a failed follow-up says it was the follow-up that failed, and offers no Retry that would resend the person\'s message', async () => {
       expect((await fx.request('POST', '/api/agents', { body: { id: 'fragile', name: 'Fragile', model: 'openai:fragile', autonomy: quickFollowUps(1500) } })).status).toBe(201);
       const threadId = await thread({ agentId: 'fragile', title: 'Fragile' });

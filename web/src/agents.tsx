@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type AgentTools, type AutonomyPolicy, type PlannerSettings } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
+import { ActionButton } from './shared.js';
 
 const PATHS = ['/id', '/name', '/kind', '/model', '/systemPrompt', '/autonomy'];
 
@@ -22,17 +23,17 @@ export function AgentsView({ agents, onChange }: { agents: Agent[]; onChange: ()
             <button type="button" onClick={() => setEditing(agent)}>
               Edit {agent.name}
             </button>
-            <button
-              type="button"
+            <ActionButton
               className="danger"
-              onClick={async () => {
-                if (!confirm(`Delete agent "${agent.name}" with its threads, schedules and webhooks?`)) return;
+              confirm={`Delete agent "${agent.name}" with its threads, schedules and webhooks?`}
+              errorPrefix="Not deleted:"
+              action={async () => {
                 await api('DELETE', `/api/agents/${agent.id}`);
                 await onChange();
               }}
             >
               Delete {agent.name}
-            </button>
+            </ActionButton>
           </li>
         ))}
       </ul>

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
-import { AgentSelect, ErrorNote } from './shared.js';
+import { ActionButton, AgentSelect, ErrorNote } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
@@ -41,8 +41,6 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
   const [focusRun, setFocusRun] = useState<string | undefined>();
   const [showInternal, setShowInternal] = useState(false);
   const [newAgent, setNewAgent] = useState('');
-  const [createError, setCreateError] = useState<unknown>();
-  const [creating, setCreating] = useState(false);
 
   /** Where the list goes on after its first page (null: nothing more). */
   const [firstCursor, setFirstCursor] = useState<string | null>(null);
@@ -107,17 +105,9 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
   };
 
   const create = async () => {
-    setCreating(true);
-    try {
-      const thread = await api<Thread>('POST', '/api/threads', newAgent ? { agentId: newAgent } : {});
-      setCreateError(undefined);
-      await reloadThreads().catch(() => undefined); // the list polls again; the new thread opens anyway
-      open(thread.id);
-    } catch (failure) {
-      setCreateError(failure);
-    } finally {
-      setCreating(false);
-    }
+    const thread = await api<Thread>('POST', '/api/threads', newAgent ? { agentId: newAgent } : {});
+    await reloadThreads().catch(() => undefined); // the list polls again; the new thread opens anyway
+    open(thread.id);
   };
 
   // The list: the first page (polled), then the pages shown on request, each thread once (one that moved up is in the first page).
@@ -156,10 +146,9 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
         <div className="new-thread">
           <label htmlFor="new-thread-agent">Agent for a new thread</label>
           <AgentSelect id="new-thread-agent" agents={agents} withDefault value={newAgent} onChange={setNewAgent} />
-          <button type="button" disabled={creating} onClick={() => void create()}>
+          <ActionButton action={create} errorPrefix="No new thread:">
             New thread
-          </button>
-          <ErrorNote error={createError} prefix="No new thread:" />
+          </ActionButton>
         </div>
         <ul className="thread-list">
           {listed.map((thread) => (
@@ -291,18 +280,18 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
         <button type="button" className="small" aria-label={`Rename ${title}`} onClick={() => setRenaming(true)}>
           Rename
         </button>
-        <button
-          type="button"
+        <ActionButton
           className="small danger"
           aria-label={`Delete ${title}`}
-          onClick={async () => {
-            if (!confirm(`Delete "${title}" and its messages?`)) return;
+          confirm={`Delete "${title}" and its messages?`}
+          errorPrefix="Not deleted:"
+          action={async () => {
             await api('DELETE', `/api/threads/${thread.id}`);
             onDeleted();
           }}
         >
           Delete
-        </button>
+        </ActionButton>
       </div>
     </li>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type CreatedHook, type Hook, type HookDelivery } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
-import { AgentSelect, ErrorNote, formatTime, RunsGoTo, useThreadTitles } from './shared.js';
+import { ActionButton, AgentSelect, ErrorNote, formatTime, RunsGoTo, useThreadTitles } from './shared.js';
 
 const PATHS = ['/name', '/taskTemplate', '/agentId', '/payloadFields'];
 
@@ -162,17 +162,17 @@ export function HooksView({ agents, onAgentsChanged }: { agents: Agent[]; onAgen
             </p>
             <p>{hook.taskTemplate}</p>
             <HookDeliveries hook={hook} />
-            <button
-              type="button"
+            <ActionButton
               className="danger"
-              onClick={async () => {
-                if (!confirm(`Delete webhook "${hook.name}"?`)) return;
+              confirm={`Delete webhook "${hook.name}"?`}
+              errorPrefix="Not deleted:"
+              action={async () => {
                 await api('DELETE', `/api/hooks/${hook.id}`);
                 await load();
               }}
             >
               Delete {hook.name}
-            </button>
+            </ActionButton>
           </li>
         ))}
       </ul>

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, type AutonomyPolicy, type Hook, type LiveConnection, type Run, type Schedule, type Thread, type ThreadAutonomy, type ThreadContext } from './api.js';
 import { PlansSection } from './plans.js';
-import { countdown, JsonBlock, useLiveLoad, useNow } from './shared.js';
+import { ActionButton, countdown, JsonBlock, useLiveLoad, useNow } from './shared.js';
 import { whyOf } from './why.js';
 
 function duration(run: Run): string {
@@ -76,9 +76,9 @@ export function Inspector({
         {autonomy && (
           <p>
             Autonomy {autonomy.enabled ? 'on' : 'off'} for this agent{autonomy.paused ? ', paused on this thread' : ''}.{' '}
-            <button type="button" className="small" onClick={async () => setAutonomy(await api<ThreadAutonomy>('POST', `/api/threads/${thread.id}/autonomy/${autonomy.paused ? 'resume' : 'pause'}`))}>
+            <ActionButton className="small" action={async () => setAutonomy(await api<ThreadAutonomy>('POST', `/api/threads/${thread.id}/autonomy/${autonomy.paused ? 'resume' : 'pause'}`))}>
               {autonomy.paused ? 'Resume here' : 'Pause here'}
-            </button>
+            </ActionButton>
           </p>
         )}
         {autonomy?.pending.length ? (
@@ -89,16 +89,16 @@ export function Inspector({
                   {timer.triggerType.replace(/_/g, ' ')} in <strong className="countdown">{countdown(timer.dueAt, now)}</strong>
                 </span>
                 <span className="muted">{timer.reason}</span>
-                <button
-                  type="button"
+                <ActionButton
                   className="small danger"
-                  onClick={async () => {
+                  errorPrefix="Not cancelled:"
+                  action={async () => {
                     await api('DELETE', `/api/threads/${thread.id}/timers/${timer.id}`);
                     await load();
                   }}
                 >
                   Cancel follow-up
-                </button>
+                </ActionButton>
               </li>
             ))}
           </ul>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Memory } from './api.js';
-import { AgentSelect } from './shared.js';
+import { ActionButton, AgentSelect } from './shared.js';
 
 export function MemoryView({ agents }: { agents: Agent[] }) {
   const [agentId, setAgentId] = useState(agents[0]?.id ?? 'default');
@@ -55,16 +55,16 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
               )}
               {memory.score !== undefined ? ` · score ${memory.score.toFixed(2)}` : ''}
             </p>
-            <button
-              type="button"
+            <ActionButton
               className="danger"
-              onClick={async () => {
+              errorPrefix="Not deleted:"
+              action={async () => {
                 await api('DELETE', `/api/memories/${memory.id}`);
                 await load();
               }}
             >
               Delete memory
-            </button>
+            </ActionButton>
           </li>
         ))}
         {memories.length === 0 && !error && <li className="muted">No memories.</li>}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Fire, type Schedule } from './api.js';
-import { AgentSelect, RunsGoTo, useThreadTitles } from './shared.js';
+import { ActionButton, AgentSelect, RunsGoTo, useThreadTitles } from './shared.js';
 import { Field, fieldError, formError } from './fields.js';
 
 const PATHS = ['/name', '/timing', '/task', '/agentId'];
@@ -101,26 +101,26 @@ export function SchedulesView({ agents, onAgentsChanged }: { agents: Agent[]; on
                 {timing.kind === 'cron' ? `${timing.cron} (${timing.timezone})` : `at ${timing.at}`} · {schedule.enabled ? 'active' : 'paused'} · <RunsGoTo agents={agents} agentId={schedule.agentId} threadId={schedule.target === 'thread' ? schedule.threadId : null} titles={titles} />
               </p>
               <p>{schedule.task}</p>
-              <button
-                type="button"
-                onClick={async () => {
+              <ActionButton
+                errorPrefix={schedule.enabled ? 'Not paused:' : 'Not resumed:'}
+                action={async () => {
                   await api('PATCH', `/api/schedules/${schedule.id}`, { enabled: !schedule.enabled });
                   await load();
                 }}
               >
                 {schedule.enabled ? 'Pause' : 'Resume'} {schedule.name}
-              </button>
-              <button
-                type="button"
+              </ActionButton>
+              <ActionButton
                 className="danger"
-                onClick={async () => {
-                  if (!confirm(`Delete schedule "${schedule.name}"?`)) return;
+                confirm={`Delete schedule "${schedule.name}"?`}
+                errorPrefix="Not deleted:"
+                action={async () => {
                   await api('DELETE', `/api/schedules/${schedule.id}`);
                   await load();
                 }}
               >
                 Delete {schedule.name}
-              </button>
+              </ActionButton>
               <details
                 onToggle={async (event) => {
                   if ((event.currentTarget as HTMLDetailsElement).open) {

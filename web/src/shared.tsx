@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type ButtonHTMLAttributes, type ReactNode } from 'react';
 import { api, ApiError, type Agent, type LiveConnection, type Thread, type VigilEvent } from './api.js';
 
 /** A clock that ticks every second, for countdowns. */
@@ -48,14 +48,91 @@ export function useLiveLoad(live: LiveConnection, load: () => Promise<void>, opt
 }
 
 /** A refused request, plainly: its stable code and the server's message. */
-export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }) {
+export function ErrorNote({ error, prefix, id }: { error: unknown; prefix?: string; id?: string }) {
   if (!error) return null;
   const text = error instanceof ApiError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
   return (
-    <p role="alert" className="field-error">
+    <p role="alert" className="field-error" id={id}>
       {prefix ? `${prefix} ` : ''}
       {text}
     </p>
+  );
+}
+
+/**
+ * An action a control starts (a request to the API): `busy` while it is out, and what the
+ * server answered when it refused, kept to show next to the control until the next try.
+ * `run` resolves true when the action went through.
+ */
+export function useAction(): { busy: boolean; error: unknown; run: (work: () => Promise<unknown>) => Promise<boolean>; clear: () => void } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const mounted = useRef(true);
+  const out = useRef(false);
+  useEffect(() => {
+    mounted.current = true;
+    return () => {
+      mounted.current = false;
+    };
+  }, []);
+  const run = useCallback(async (work: () => Promise<unknown>) => {
+    if (out.current) return false; // one request at a time
+    out.current = true;
+    setBusy(true);
+    setError(undefined);
+    try {
+      await work();
+      return true;
+    } catch (failure) {
+      if (mounted.current) setError(failure); // a control gone with its item (deleted) shows nothing
+      return false;
+    } finally {
+      out.current = false;
+      if (mounted.current) setBusy(false);
+    }
+  }, []);
+  const clear = useCallback(() => setError(undefined), []);
+  return { busy, error, run, clear };
+}
+
+/**
+ * A button that runs an action (after `confirm`, when given): marked disabled while its
+ * request is out (aria-disabled, so the keyboard focus stays on it), and the server's
+ * refusal, code and message, shown right after it (role=alert) and describing it.
+ */
+export function ActionButton({
+  action,
+  confirm: question,
+  errorPrefix,
+  children,
+  className,
+  ...rest
+}: Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'onClick' | 'type' | 'disabled' | 'children'> & {
+  action: () => Promise<unknown>;
+  confirm?: string;
+  errorPrefix?: string;
+  children: ReactNode;
+}) {
+  const { busy, error, run } = useAction();
+  const errorId = useId();
+  return (
+    <>
+      <button
+        type="button"
+        className={className}
+        {...rest}
+        aria-disabled={busy || undefined}
+        aria-busy={busy || undefined}
+        aria-describedby={error ? errorId : rest['aria-describedby']}
+        onClick={() => {
+          if (busy || (question !== undefined && !confirm(question))) return;
+          void run(action);
+        }}
+      >
+        {children}
+      </button>
+      <ErrorNote id={errorId} error={error} prefix={errorPrefix} />
+    </>
   );
 }
 
