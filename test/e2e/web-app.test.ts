@@ -1036,6 +1036,29 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('the agent form that cannot load says why and offers Try again, which opens it once the agent can be read', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'flaky', name: 'Flaky' } })).status).toBe(201);
+      const page = await openAs(ALICE.token, '#agents');
+      const edit = page.getByRole('button', { name: 'Edit Flaky' });
+      await edit.waitFor();
+      // Deleted elsewhere after this page listed it: what the form starts from cannot be read.
+      expect((await fx.request('DELETE', '/api/agents/flaky')).status).toBe(204);
+      const refused = await fx.request('GET', '/api/agents/flaky/autonomy');
+      expect(refused.status).toBe(404);
+      await edit.click();
+      const alert = page.getByRole('alert').filter({ hasText: 'Flaky could not be loaded' });
+      await alert.waitFor({ timeout: 5_000 });
+      await expect(alert.textContent()).resolves.toContain(`${refused.body.error.code}: ${refused.body.error.message}`);
+      // Made again elsewhere: trying again opens the form.
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'flaky', name: 'Flaky' } })).status).toBe(201);
+      await page.getByRole('button', { name: 'Try again' }).click();
+      const form = page.getByRole('form', { name: 'Edit Flaky' });
+      await form.waitFor({ timeout: 5_000 });
+      await expect(form.getByLabel('Name').inputValue()).resolves.toBe('Flaky');
+      await alert.waitFor({ state: 'detached' });
+      await page.close();
+    });
+
     it('a failed follow-up says it was the follow-up that failed, and offers no Retry that would resend the person\'s message', async () => {
       expect((await fx.request('POST', '/api/agents', { body: { id: 'fragile', name: 'Fragile', model: 'openai:fragile', autonomy: quickFollowUps(1500) } })).status).toBe(201);
       const threadId = await thread({ agentId: 'fragile', title: 'Fragile' });

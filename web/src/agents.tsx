@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type AgentTools, type AutonomyPolicy, type PlannerSettings } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
-import { ActionButton } from './shared.js';
+import { ActionButton, ErrorNote } from './shared.js';
 
 const PATHS = ['/id', '/name', '/kind', '/model', '/systemPrompt', '/autonomy'];
 
@@ -57,6 +57,8 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
   const [policy, setPolicy] = useState<AutonomyPolicy | undefined>();
   const [planner, setPlanner] = useState<{ settings: PlannerSettings; tools: AgentTools } | undefined>();
   const [plannerError, setPlannerError] = useState<string | undefined>();
+  const [loadError, setLoadError] = useState<unknown>();
+  const [loadAttempt, setLoadAttempt] = useState(0);
   const isPlanner = agent?.kind === 'planner';
   const formRef = useRef<HTMLFormElement>(null);
   const loading = Boolean(agent && (!policy || (isPlanner && !planner)));
@@ -69,16 +71,42 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
     if (!error && !plannerError) return;
     formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"], .form-error')?.focus();
   }, [error, plannerError]);
+  // What the form starts from; a refusal (the agent deleted elsewhere, a server error) is shown with Try again.
   useEffect(() => {
     if (!agent) return;
-    void api<{ policy: AutonomyPolicy }>('GET', `/api/agents/${agent.id}/autonomy`).then((answer) => setPolicy(answer.policy));
+    let current = true;
+    setLoadError(undefined);
+    const failed = (failure: unknown) => {
+      if (current) setLoadError(failure);
+    };
+    api<{ policy: AutonomyPolicy }>('GET', `/api/agents/${agent.id}/autonomy`).then((answer) => current && setPolicy(answer.policy), failed);
     if (agent.kind === 'planner') {
-      void Promise.all([api<PlannerSettings>('GET', `/api/agents/${agent.id}/planner`), api<AgentTools>('GET', `/api/agents/${agent.id}/tools`)]).then(([settings, tools]) =>
-        setPlanner({ settings, tools }),
+      Promise.all([api<PlannerSettings>('GET', `/api/agents/${agent.id}/planner`), api<AgentTools>('GET', `/api/agents/${agent.id}/tools`)]).then(
+        ([settings, tools]) => current && setPlanner({ settings, tools }),
+        failed,
       );
     }
-  }, [agent]);
-  if (loading) return <p>Loading…</p>;
+    return () => {
+      current = false;
+    };
+  }, [agent, loadAttempt]);
+  if (loading && agent) {
+    if (!loadError) return <p role="status">Loading {agent.name}…</p>;
+    return (
+      <section className="form" aria-label={`Edit ${agent.name}`}>
+        <h2>Edit {agent.name}</h2>
+        <ErrorNote error={loadError} prefix={`${agent.name} could not be loaded:`} />
+        <div className="actions">
+          <button type="button" onClick={() => setLoadAttempt((attempt) => attempt + 1)}>
+            Try again
+          </button>
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        </div>
+      </section>
+    );
+  }
 
   return (
     <form
