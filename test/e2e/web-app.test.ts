@@ -1059,6 +1059,33 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('a refused planner setting stops being flagged once the field changes, and a refused save after it names only what is still wrong', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'stale-planner', name: 'Stale Planner', kind: 'planner' } })).status).toBe(201);
+      const page = await openAs(ALICE.token, '#agents');
+      await page.getByRole('button', { name: 'Edit Stale Planner' }).click();
+      const form = page.getByRole('form', { name: 'Edit Stale Planner' });
+      const settings = form.getByLabel(/Planner settings/);
+      await settings.waitFor();
+      await settings.fill(JSON.stringify({ budgets: { maxSteps: 'lots' } }));
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await expect(form.locator('#agent-planner-error').textContent()).resolves.toContain('/budgets/maxSteps');
+      await waitFor(async () => (await page.evaluate('document.activeElement?.id')) === 'agent-planner', 5_000, 'the focus on the refused settings');
+      await settings.pressSequentially(' ');
+      await form.locator('#agent-planner-error').waitFor({ state: 'detached', timeout: 5_000 });
+      expect(await settings.getAttribute('aria-invalid')).toBe('false');
+      // Fixed, but the save is refused for another field: the settings are not flagged again.
+      await settings.fill(JSON.stringify({ budgets: { maxToolCalls: 5 } }));
+      await form.getByLabel('Model').fill('gpt-4');
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await form.locator('#agent-model-error').waitFor();
+      expect(await form.locator('#agent-planner-error').count()).toBe(0);
+      await form.getByLabel('Model').fill('');
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await form.waitFor({ state: 'detached' });
+      expect((await fx.request('GET', '/api/agents/stale-planner/planner')).body.budgets).toMatchObject({ maxToolCalls: 5 });
+      await page.close();
+    });
+
     it('a failed follow-up says it was the follow-up that failed, and offers no Retry that would resend the person\'s message', async () => {
       expect((await fx.request('POST', '/api/agents', { body: { id: 'fragile', name: 'Fragile', model: 'openai:fragile', autonomy: quickFollowUps(1500) } })).status).toBe(201);
       const threadId = await thread({ agentId: 'fragile', title: 'Fragile' });

@@ -57,6 +57,8 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
   const [policy, setPolicy] = useState<AutonomyPolicy | undefined>();
   const [planner, setPlanner] = useState<{ settings: PlannerSettings; tools: AgentTools } | undefined>();
   const [plannerError, setPlannerError] = useState<string | undefined>();
+  const [refusals, setRefusals] = useState(0); // counted, so the focus moves on a refusal, not when an error clears
+  const refused = () => setRefusals((count) => count + 1);
   const [loadError, setLoadError] = useState<unknown>();
   const [loadAttempt, setLoadAttempt] = useState(0);
   const isPlanner = agent?.kind === 'planner';
@@ -68,9 +70,9 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
   }, [loading]);
   // Refused: the keyboard goes to the first field in error (or to the message above the form).
   useEffect(() => {
-    if (!error && !plannerError) return;
+    if (refusals === 0) return;
     formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"], .form-error')?.focus();
-  }, [error, plannerError]);
+  }, [refusals]);
   // What the form starts from; a refusal (the agent deleted elsewhere, a server error) is shown with Try again.
   useEffect(() => {
     if (!agent) return;
@@ -139,6 +141,7 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
             plannerSettings = JSON.parse(text('plannerSettings'));
           } catch {
             setPlannerError('not valid JSON');
+            refused();
             return;
           }
         }
@@ -148,14 +151,17 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
           setError(undefined);
         } catch (failure) {
           setError(failure);
+          refused();
           return;
         }
         if (agent && isPlanner) {
           try {
             await api('PUT', `/api/agents/${agent.id}/planner`, plannerSettings);
+            setPlannerError(undefined);
           } catch (failure) {
             // The server names the refused key: /mcpServers/<name>/url, /budgets/maxSteps, …
             setPlannerError(failure instanceof ApiError ? failure.details.map((detail) => `${detail.path} ${detail.message}`).join('; ') || failure.message : String(failure));
+            refused();
             return;
           }
         }
@@ -206,7 +212,9 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
         <fieldset>
           <legend>Planner: tools and MCP servers</legend>
           <Field id="agent-planner" label="Planner settings (JSON: budgets, fetch, mcpServers, overlord)" error={plannerError}>
-            <textarea id="agent-planner" name="plannerSettings" rows={10} className="code" defaultValue={JSON.stringify(planner.settings, null, 2)} aria-invalid={Boolean(plannerError)} />
+            <textarea id="agent-planner" name="plannerSettings" rows={10} className="code" defaultValue={JSON.stringify(planner.settings, null, 2)} aria-invalid={Boolean(plannerError)}
+              onChange={() => setPlannerError(undefined)} // what was refused is no longer what the field holds
+            />
           </Field>
           <p>Tools it can call now:</p>
           <ul className="tools">
