@@ -1109,6 +1109,44 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('a follow-up that failed while its thread was not open is said when the thread is opened, until something newer happens', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'fragile-away', name: 'Fragile away', model: 'openai:fragile', autonomy: quickFollowUps(1500) } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'fragile-away', title: 'Failed while away' });
+      expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'I will think about it' } })).status).toBe(200);
+      try {
+        fragileDown = true; // the provider goes down before the follow-up is due; nobody has the thread open
+        await waitFor(
+          async () => ((await fx.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Json[])[0]?.status === 'failed',
+          20_000,
+          'the follow-up to fail',
+        );
+      } finally {
+        fragileDown = false;
+      }
+      const failed = ((await fx.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Json[])[0]!;
+      expect(failed).toMatchObject({ trigger: 'autonomy', status: 'failed' });
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      const alert = page.getByRole('alert').filter({ hasText: (failed.error as Json).code as string });
+      await alert.waitFor({ timeout: 5_000 });
+      await expect(alert.textContent()).resolves.toMatch(/follow-up failed/i);
+      await expect(alert.textContent()).resolves.toContain((failed.error as Json).message as string);
+      expect(await alert.getByRole('button', { name: 'Retry' }).count()).toBe(0);
+      await page.close();
+
+      // Answered since: opening it again says nothing of the old failure.
+      expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Here I am' } })).status).toBe(200);
+      const again = await openAs(ALICE.token, '#agents');
+      const runsRead = again.waitForResponse((response) => response.url().endsWith(`/api/threads/${threadId}/runs?limit=100`));
+      await again.evaluate(`location.hash = ${JSON.stringify(`chat/${threadId}`)}`);
+      const log = again.getByRole('log', { name: 'Conversation' });
+      await log.locator('article.user').filter({ hasText: 'Here I am' }).waitFor();
+      await log.locator('article.assistant').nth(1).waitFor();
+      await runsRead;
+      await frames(again);
+      expect(await again.getByRole('alert').count()).toBe(0);
+      await again.close();
+    });
+
     it('opening a thread puts the keyboard focus in its message box', async () => {
       await thread({ title: 'Focus me' });
       const page = await openAs(ALICE.token, '#chat');

@@ -306,6 +306,16 @@ const FAILED_RUN: Record<string, string> = {
   heartbeat: "The overlord's heartbeat run",
 };
 
+/**
+ * A failed run, as the person reads it. Only a person's own message can be sent again; a run nobody started
+ * (a follow-up, a schedule, a webhook) has no retry in the API: say which run failed, and offer no Retry that
+ * would resend the person's last message.
+ */
+function failureOf(trigger: string, code: string, message: string, retry: string | undefined): { code: string; message: string; what?: string; retry?: string } {
+  if (trigger === 'user') return { code, message, ...(retry ? { retry } : {}) };
+  return { code, message, what: `${FAILED_RUN[trigger] ?? `The ${trigger} run`} failed and is not retried (the API has no retry for it); your messages are unaffected.` };
+}
+
 interface Draft {
   messageId: string;
   runId: string;
@@ -348,7 +358,11 @@ function Conversation({
   const loadRuns = useCallback(async () => {
     const list = (await api<{ runs: Run[] }>('GET', `/api/threads/${thread.id}/runs?limit=100`)).runs;
     setRuns(Object.fromEntries(list.map((run) => [run.id, run])));
+    return list;
   }, [thread.id]);
+
+  /** Whether the thread's state at opening (its newest run failed while it was not open) was looked at. */
+  const openingChecked = useRef(false);
 
   /** Where the next older page starts (null: the thread's first message is loaded). */
   const [olderCursor, setOlderCursor] = useState<string | null>(null);
@@ -376,6 +390,7 @@ function Conversation({
         return [...earlier, ...page.messages, ...current.filter((message) => !loaded.has(message.id) && message.createdAt > lastAt)];
       });
       if (fresh) setOlderCursor(page.nextCursor);
+      return page.messages;
     },
     [thread.id, showInternal],
   );
@@ -404,9 +419,30 @@ function Conversation({
   };
 
   useEffect(() => {
-    void loadHistory(true);
-    void loadRuns();
+    let current = true;
+    const history = loadHistory(true);
+    const runList = loadRuns();
+    // Opened after its newest run failed (a follow-up while the thread was not open, a reply before a reload), with
+    // nothing newer since: the failure is said as it would have been live. Once per opening, not when internal messages are toggled.
+    if (!openingChecked.current) {
+      Promise.all([history, runList]).then(([shown, list]) => {
+        if (!current) return;
+        openingChecked.current = true;
+        const newest = list[0];
+        if (newest?.status !== 'failed') return;
+        const ended = newest.endedAt ?? newest.startedAt;
+        if (shown.some((message) => message.createdAt > ended)) return;
+        const said = failureOf(newest.trigger, newest.error?.code ?? 'RUN_FAILED', newest.error?.message ?? newest.reason ?? 'The reply failed.', undefined);
+        setFailure((live) => live ?? said); // one said live meanwhile is newer
+      }, () => undefined);
+    } else {
+      history.catch(() => undefined);
+      runList.catch(() => undefined);
+    }
     markSeen(thread.id);
+    return () => {
+      current = false;
+    };
   }, [loadHistory, loadRuns, thread.id]);
 
   // A thread opened is a thread to write in: the keyboard lands in its message box.
@@ -459,13 +495,8 @@ function Conversation({
           setActiveRun((current) => (current?.runId === event.runId ? undefined : current));
           setDrafts((current) => current.filter((draft) => draft.runId !== event.runId));
           if (event.status === 'failed') {
-            // Only a person's own message can be sent again. A run nobody started (a follow-up, a schedule, a webhook)
-            // has no retry in the API: say which run failed, and offer no Retry that would resend the person's last message.
             const trigger = triggers.current.get(event.runId) ?? runsRef.current[event.runId]?.trigger ?? 'user';
-            const code = event.error?.code ?? 'RUN_FAILED';
-            const message = event.error?.message ?? event.reason ?? 'The reply failed.';
-            if (trigger === 'user') setFailure({ code, message, ...(lastSent.current ? { retry: lastSent.current } : {}) });
-            else setFailure({ code, message, what: `${FAILED_RUN[trigger] ?? `The ${trigger} run`} failed and is not retried (the API has no retry for it); your messages are unaffected.` });
+            setFailure(failureOf(trigger, event.error?.code ?? 'RUN_FAILED', event.error?.message ?? event.reason ?? 'The reply failed.', lastSent.current));
           }
           void loadRuns();
           if (showInternal) void loadHistory(false);
