@@ -110,9 +110,13 @@ export class AgentService {
 
   /** Change the agent's own fields and, when given, features' settings (validated at the boundary); AGENT_NOT_FOUND when it is not the user's. */
   async update(userId: string, agentId: string, changes: AgentChanges, settings: ReadonlyArray<{ key: string; value: unknown }> = []): Promise<AgentRecord> {
-    const current = await this.get(userId, agentId);
-    const settingsAfter = { ...current.settings, ...Object.fromEntries(settings.map((setting) => [setting.key, setting.value])) };
-    this.checkPromptFits(changes.systemPrompt ?? current.systemPrompt, settingsAfter);
+    // Only a change of the prompt or of the budget is checked: an agent stored over its budget
+    // (before this check, or by another path) keeps its other fields editable; runs cut the prompt.
+    if (changes.systemPrompt !== undefined || settings.some((setting) => setting.key === 'context')) {
+      const current = await this.get(userId, agentId);
+      const settingsAfter = { ...current.settings, ...Object.fromEntries(settings.map((setting) => [setting.key, setting.value])) };
+      this.checkPromptFits(changes.systemPrompt ?? current.systemPrompt, settingsAfter);
+    }
     const now = this.clock.now().toISOString();
     let agent = await this.storage.agents.update(userId, agentId, changes, now);
     for (const setting of settings) if (agent) agent = await this.storage.agents.updateSetting(userId, agentId, setting.key, setting.value, now);

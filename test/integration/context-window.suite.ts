@@ -250,4 +250,15 @@ export function contextWindowSuite(backend: () => Backend): void {
     expect(lengthened.body.error.code).toBe('VALIDATION_FAILED');
     expect((await server.request('GET', '/api/agents/verbose')).body.systemPrompt).toBe('Be brief.');
   });
+
+  it('I14, I11: an agent whose prompt was already over its budget (stored before the check) can still change its other fields; only a change of the prompt or the budget is checked', async () => {
+    const long = 'Always answer in the voice of a careful gardener who explains every step. '.repeat(260);
+    expect((await server.request('POST', '/api/agents', { body: { id: 'older', name: 'Older', systemPrompt: long } })).status).toBe(201);
+    // As stored by an earlier version, which had no such check.
+    await server.storage.agents.updateSetting(ALICE.id, 'older', 'context', { maxTokens: 1000 }, new Date().toISOString());
+    const renamed = await server.request('PATCH', '/api/agents/older', { body: { name: 'Older, renamed' } });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
+    expect(renamed.body.name).toBe('Older, renamed');
+    expect((await server.request('PATCH', '/api/agents/older', { body: { systemPrompt: `${long} More.` } })).status).toBe(400);
+  });
 }
