@@ -12,6 +12,7 @@ import { SqlApprovalRepository } from '../../src/adapters/sql/approval-repositor
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
 import { localDay } from '../../src/domain/autonomy/zoned-time.js';
+import { PREEMPTED_REASON } from '../../src/app/run-coordinator.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
@@ -531,6 +532,21 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(timers.filter((timer) => timer.state === 'fired')).toHaveLength(1);
     expect((await runs(threadId)).filter((run) => run.trigger === 'autonomy').map((run) => run.status)).toEqual(statuses);
   }
+
+  it("I8: a person's message still pre-empts an autonomous run on a thread whose last tool step was decided and resumed long ago", async () => {
+    const { agentId, threadId, waiting, approvals } = await waitingFollowUp([{ id: 'call_fu_old', content: 'likes hail' }]);
+    await decide(approvals[0]!.id as string, { decision: 'approve' });
+    await runWhere(threadId, (run) => resumes(run, waiting) && run.status !== 'running');
+    // Later, a check-in's run streams slowly; the person writes meanwhile.
+    const slow = Array.from({ length: 40 }, (_, index) => `word${index}`).join(' ');
+    respond((request) => (isPerson(request, 'Actually') ? { text: 'Answering you.' } : { text: slow, chunkDelayMs: 100 }));
+    await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: waiting.id as string }, { inSeconds: 0.2, reason: 'a slow check' });
+    const checkInRun = await runWhere(threadId, (run) => run.trigger === 'check_in' && run.status === 'running');
+    await waitFor(async () => model.requests.length > 0, waitLong, 'the check-in to call the model');
+    const answer = await say(threadId, 'Actually, one more thing');
+    expect(answer.run).toMatchObject({ status: 'succeeded', trigger: 'user' });
+    expect((await runs(threadId)).find((run) => run.id === checkInRun.id)).toMatchObject({ status: 'cancelled', reason: PREEMPTED_REASON });
+  });
 
   it('I16, I12: on an autonomous follow-up after a restart: reject (the model reads why), another user 404, a different second decision 409', async () => {
     const { agentId, threadId, waiting, approvals, lastRequest } = await waitingFollowUp([{ id: 'call_fu_reject', content: 'likes rain' }]);
