@@ -232,7 +232,7 @@ export class RunCoordinator {
     const { context } = request;
     // A person is never kept waiting behind the agent talking to itself.
     // (A chat channel's message is a person speaking too.)
-    if (context.trigger === 'user' || context.trigger === 'channel') await this.locks.requestYield(context.threadId);
+    if (context.trigger === 'user' || context.trigger === 'channel' || request.forPerson === true) await this.locks.requestYield(context.threadId);
     if (request.whenBusy === 'decline') return await this.locks.tryAcquire(context.threadId);
     this.waiting.add(context.runId);
     try {

@@ -226,13 +226,15 @@ export class ApprovalService implements ApprovalGate {
     if (!newest) return;
     const step = await this.deps.repository.listStep(threadId, newest.messageId);
     if (step.some((call) => call.status === 'pending') || step.every((call) => call.status === 'superseded')) return;
-    // Only while the checkpoint still waits on the step (resume admits so): a step resumed already is not resumed again.
-    try {
-      await this.resume(newest);
-    } catch (error) {
-      // The message is answered either way; the step's resume job (durable) is still due.
-      this.deps.logger.error({ err: error, threadId, approvalId: newest.id }, 'could not resume the decided step before a person\'s message');
-    }
+    // A step resumed long ago is the common case: the checkpoint no longer waits on it, and
+    // nothing is locked or run (read outside the lock; the resume checks again under it).
+    const agent = await this.deps.storage.agents.get(userId, newest.agentId);
+    const probe = { runId: randomUUID(), threadId, userId, agentId: newest.agentId, trigger: 'user' as const, meta: {}, requestedAt: this.deps.clock.now().toISOString(), correlationId: randomUUID() };
+    if (!agent || (await this.deps.waitingStep(agent, probe)) !== newest.messageId) return;
+    // Not caught: if the decided step cannot be carried out now, the message is refused
+    // rather than answered by a model told, wrongly, that the calls were superseded; the
+    // person's retry finds the step still waiting.
+    await this.resume(newest, { forPerson: true });
   }
 
   // ---------- deadlines ----------
@@ -306,7 +308,7 @@ export class ApprovalService implements ApprovalGate {
   }
 
   /** Resume the run that waits on the record's step, if the thread's checkpoint still waits on it. */
-  private async resume(record: ApprovalRecord): Promise<void> {
+  private async resume(record: ApprovalRecord, options: { forPerson?: boolean } = {}): Promise<void> {
     const { storage, coordinator, clock } = this.deps;
     const agent = await storage.agents.get(record.userId, record.agentId);
     const waitingRun = await storage.runs.get(record.userId, record.runId);
@@ -329,6 +331,8 @@ export class ApprovalService implements ApprovalGate {
       agent,
       input: null,
       whenBusy: 'wait',
+      // Before a person's message: ask a run of the agent's own on the thread to yield, as that message would (I8).
+      ...(options.forPerson ? { forPerson: true } : {}),
       // Nothing is reserved for the resumed run ahead (its admission checks the step, not the
       // budget): each of its model calls, a retry's included, reserves the agent's daily
       // autonomy budget as it comes when the run is one of autonomy's (I5).

@@ -19,6 +19,12 @@ export interface RunRequest {
    */
   whenBusy?: 'wait' | 'decline';
   /**
+   * Started for a person's message that waits behind it (a decided tool step resumed before
+   * the message is answered): like a person's own run, it asks a run of the agent's own
+   * holding the thread to yield (I8), whatever trigger it carries.
+   */
+  forPerson?: boolean;
+  /**
    * Called with the thread's lock held, before anything is recorded and before any
    * model call: the last word on whether the run happens (caps, budgets, I5) and with
    * what input. `signal` is aborted if a person's message already asked to pre-empt it.
