@@ -275,3 +275,24 @@ describe('the demo model writes a deterministic, bounded summary', () => {
     expect(counter.text(summary!)).toBeLessThan(200);
   });
 });
+
+describe('the fixed parts of a call together', () => {
+  it('I14: at the smallest budget, a long prompt, memories, a summary and tools together stay within the input limit, the messages keeping their room', async () => {
+    const model = new RecordingDemoModel();
+    const logs = captureLogs('debug');
+    const window = new ContextWindow({ models: () => model, logger: logs.logger, clock: { now: () => new Date() }, counter, serverMaxTokens: 1000 });
+    const config = runConfig({ runId: randomUUID(), threadId: 't1', userId: 'u1', agentId: 'a1', trigger: 'user', model: 'demo', systemPrompt: words(3000, 'prompt') });
+    const run = runSettingsOf(config);
+    const memories = Array.from({ length: 5 }, (_, index) => ({ id: `m${index}`, content: words(600, `memory ${index}`) }));
+    const tools = Array.from({ length: 6 }, (_, index) => ({ name: `tool_${index}`, description: words(20, 'does a thing'), parameters: { type: 'object', properties: { q: { type: 'string', description: 'what to look up' } }, required: ['q'] } }));
+    const summary = words(1900, 'summary');
+    const coverage = { firstMessageId: 'gone-1', lastMessageId: 'gone-2', messageCount: 40, folds: 3, updatedAt: '2026-11-01T00:00:00.000Z', model: 'demo', tokens: counter.text(summary) };
+    const question = new HumanMessage({ id: randomUUID(), content: 'What did we decide about the garden shed, and when do the roses need pruning?' });
+    const prepared = await window.prepare({ messages: [question], summary, summaryCoverage: coverage }, run, config, { fold: false, tools, recalled: { memories, foundBy: 'current_message' } });
+    const { report } = prepared;
+    expect(report.inputTokens).toBeLessThanOrEqual(report.budget.inputLimit);
+    // The person's message is sent whole: the fixed parts gave way, not the message.
+    expect(report.messages.window).toEqual([expect.objectContaining({ id: question.id, cut: false })]);
+    expect(logs.lines.some((line) => String(line.msg).startsWith('the fixed parts of the call'))).toBe(true);
+  });
+});

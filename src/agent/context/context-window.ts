@@ -112,16 +112,9 @@ export class ContextWindow {
     const { fold: mayFold, tools = [], ...givenOptions } = options;
     const toolsTokens = this.counter.tools(tools);
     // Recalled memories take at most their share of the input, best-ranked first (I14).
-    const inputOptions: ModelInputOptions = givenOptions.recalled ? { ...givenOptions, recalled: this.fitRecalled(givenOptions.recalled, Math.floor(inputLimit * MEMORY_SHARE), log) } : givenOptions;
-    const fittedRecalled = inputOptions.recalled;
-    const memories: ContextReport['memories'] = fittedRecalled
-      ? {
-          count: fittedRecalled.memories.length,
-          tokens: this.counter.text(memoryDataBlock(fittedRecalled.memories, fittedRecalled.foundBy)),
-          query: fittedRecalled.foundBy === null ? null : { source: fittedRecalled.foundBy as MemoryQuerySource },
-        }
-      : { count: 0, tokens: 0, query: null };
-    const basePrompt = this.fitSystemPrompt(inputOptions.systemPrompt ?? run.systemPrompt, Math.floor(inputLimit * SYSTEM_PROMPT_SHARE), run, mayFold !== false, log);
+    let inputOptions: ModelInputOptions = givenOptions.recalled ? { ...givenOptions, recalled: this.fitRecalled(givenOptions.recalled, Math.floor(inputLimit * MEMORY_SHARE), log) } : givenOptions;
+    const givenPrompt = inputOptions.systemPrompt ?? run.systemPrompt;
+    let basePrompt = this.fitSystemPrompt(givenPrompt, Math.floor(inputLimit * SYSTEM_PROMPT_SHARE), run, mayFold !== false, log);
     // Everything else the call's input carries (e.g. recalled memories) goes with the summary into the same builder.
     const inputWith = (summaryText: string | null): ModelInputOptions => ({ ...inputOptions, systemPrompt: withSummarySection(basePrompt, summaryText) });
     let summary = state.summary;
@@ -177,6 +170,43 @@ export class ContextWindow {
       }
     }
 
+    // Each fixed part has its share, but not their sum: with a small budget the prompt with
+    // the server's rules, the memories, the summary and the tools together could leave the
+    // messages nothing, or go over. The newest unit (the message this call answers, or a
+    // tool step's results) keeps its room, up to MESSAGES_RESERVE of the input; past what
+    // is left the fixed parts give way, the memories first, then the summary, then the
+    // prompt; the tools cannot.
+    const newest = unitsOf(items).at(-1);
+    const fixedLimit = inputLimit - Math.min(Math.floor(inputLimit * MESSAGES_RESERVE), newest?.tokens ?? 0);
+    const overBy = () => {
+      const framed = frame(summary);
+      return framed.systemTokens + framed.envelopeTokens + toolsTokens - fixedLimit;
+    };
+    let over = overBy();
+    if (over > 0) log.warn({ over, fixedLimit, toolsTokens }, 'the fixed parts of the call (system prompt, memories, summary, tools) are over their share of the context budget; the memories, then the summary, then the prompt give way');
+    if (over > 0 && inputOptions.recalled && inputOptions.recalled.memories.length > 0) {
+      const recalled = inputOptions.recalled;
+      const memoryTokens = this.counter.text(memoryDataBlock(recalled.memories, recalled.foundBy));
+      inputOptions = { ...inputOptions, recalled: this.fitRecalled(recalled, Math.max(0, memoryTokens - over), log) };
+      over = overBy();
+    }
+    if (over > 0 && summary) {
+      const left = this.counter.text(summary) - over - 4;
+      summary = left > 20 ? `${this.counter.truncate(summary, left)}…` : null;
+      over = overBy();
+    }
+    if (over > 0) {
+      basePrompt = this.fitSystemPrompt(givenPrompt, Math.max(0, this.counter.text(basePrompt) - over), run, mayFold !== false, log);
+      over = overBy();
+    }
+    const fittedRecalled = inputOptions.recalled;
+    const memories: ContextReport['memories'] = fittedRecalled
+      ? {
+          count: fittedRecalled.memories.length,
+          tokens: this.counter.text(memoryDataBlock(fittedRecalled.memories, fittedRecalled.foundBy)),
+          query: fittedRecalled.foundBy === null ? null : { source: fittedRecalled.foundBy as MemoryQuerySource },
+        }
+      : { count: 0, tokens: 0, query: null };
     const { systemTokens, envelopeTokens, systemText } = frame(summary);
     const room = Math.max(0, inputLimit - systemTokens - envelopeTokens - toolsTokens);
     const humanFirst = needsHumanFirst(run.model);
@@ -441,6 +471,8 @@ export const SYSTEM_PROMPT_CUT_MARK = '\n[… system prompt cut to fit the conte
 
 /** The most of a call's input recalled memories may take. */
 const MEMORY_SHARE = 0.2;
+/** The most of a call's input its newest unit is sure of, whatever the fixed parts (system prompt with its rules, memories, summary, tools) take. */
+const MESSAGES_RESERVE = 0.25;
 
 /** The index of the first message the summary does not cover (searched from the end: the uncovered part is the short one). */
 function uncoveredStart(messages: readonly BaseMessage[], coverage: SummaryCoverage | null, log: Logger): number {
