@@ -3,24 +3,15 @@ import { BUDGETED_TRIGGERS, takePrepaidCall } from '../domain/autonomy/autonomou
 import { adoptMessage, vigilMessagesReducer } from './message-identity.js';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { BaseMessageChunk, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { recallForTurn, type MemoryRecallDependencies, type RecalledMemory } from './memory-recall.js';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Logger } from 'pino';
-import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
-import type { ClassifiableMessage } from '../domain/message-metadata.js';
+import { NO_QUERY_SOURCE_MESSAGE, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
 import type { SummaryCoverage } from '../domain/context/conversation-summary.js';
 import { ContextWindow, type ContextState, type PreparedCall, type PrepareOptions } from './context/context-window.js';
 import { runSettingsOf, type ActiveRunSettings } from './run-settings.js';
 import { bindTools, closeDanglingToolCalls, TOOLS_NODE, type ToolLoop } from './tool-loop/tool-loop.js';
-
-/** A recalled memory, as kept in state for one model call. Plain data (I10). */
-export interface RecalledMemory {
-  id: string;
-  content: string;
-  score: number;
-  /** When the memory was saved (provenance shown to the model). */
-  createdAt?: string;
-}
 
 /**
  * Thread state. Everything here is serialisable (I10): messages, strings, plain objects.
@@ -114,37 +105,6 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
 
 export type ChatGraph = ReturnType<typeof buildChatGraph>;
 
-/** How many memories one turn recalls, unless the graph is given another limit. */
-export const DEFAULT_MEMORY_LIMIT = 5;
-
-/** What recalling a turn's memories needs: the chat graph's own dependencies, and the context endpoint's. */
-export interface MemoryRecallDependencies {
-  memories: MemoryStore;
-  memoryLimit?: number | undefined;
-}
-
-/**
- * The memories a turn's first model call recalls: the query chosen from the thread
- * (the current message; else the last real user message; else the summary; else none,
- * I2), then the search. The one recall both the chat graph and GET
- * /api/threads/{id}/context use; it only reads (logging is the caller's).
- */
-export async function recallForTurn(
-  deps: MemoryRecallDependencies,
-  state: { messages: readonly BaseMessage[]; summary: string | null },
-  run: { userId: string; agentId: string },
-): Promise<{ recalled: RecalledMemory[]; memoryQuerySource: MemoryQuerySource; query: string }> {
-  // Read from the end by index: no per-message copy of a long thread.
-  const choice = chooseMemoryQuery(classifiable(state.messages), state.summary);
-  if (choice.source === 'none') return { recalled: [], memoryQuerySource: 'none', query: '' };
-  const hits = await deps.memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: deps.memoryLimit ?? DEFAULT_MEMORY_LIMIT });
-  return {
-    recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score, createdAt: hit.createdAt })),
-    memoryQuerySource: choice.source,
-    query: choice.query,
-  };
-}
-
 /** The recalled memories as a chat call's input carries them (fitted to their share in ContextWindow.prepare). */
 export function recalledInput(state: { recalled: readonly RecalledMemory[]; memoryQuerySource: MemoryQuerySource | null }): PrepareOptions {
   return { recalled: { memories: state.recalled, foundBy: state.memoryQuerySource } };
@@ -181,16 +141,3 @@ function settledReply(reply: BaseMessage): BaseMessage {
   return BaseMessageChunk.isInstance(adopted) ? messagesStateReducer([], [adopted])[0]! : adopted;
 }
 
-/** The messages as chooseMemoryQuery reads them, converted only where it reads (it reads from the end). */
-function classifiable(messages: readonly BaseMessage[]): ClassifiableMessage[] {
-  return new Proxy(messages as unknown as ClassifiableMessage[], {
-    get(target, property, receiver) {
-      if (typeof property === 'string' && /^\d+$/.test(property)) {
-        const message = (target as unknown as BaseMessage[])[Number(property)];
-        return message === undefined ? undefined : { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };
-      }
-      if (property === 'at') return (index: number) => receiver[index < 0 ? target.length + index : index];
-      return Reflect.get(target, property, receiver);
-    },
-  });
-}

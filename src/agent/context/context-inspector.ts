@@ -3,7 +3,8 @@ import type { AgentKind } from '../../app/ports.js';
 import type { ThreadContextReader } from '../../app/context/thread-context-service.js';
 import type { SummaryCoverage } from '../../domain/context/conversation-summary.js';
 import type { RegisteredGraph } from '../agent-graph.js';
-import { prepareChatCall, recalledInput, recallForTurn, type ChatCallDependencies, type MemoryRecallDependencies } from '../chat-graph.js';
+import { prepareChatCall, recalledInput, type ChatCallDependencies } from '../chat-graph.js';
+import { recallForTurn, type MemoryRecallDependencies } from '../memory-recall.js';
 import { runConfig, runSettingsOf } from '../run-settings.js';
 import type { ContextWindow } from './context-window.js';
 

@@ -3,7 +3,8 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { z } from 'zod';
 import type { PlanRecord } from '../../../app/plans/plan-ports.js';
-import { NO_QUERY_SOURCE_MESSAGE, chooseMemoryQuery, skippedQueryLevel } from '../../../domain/memory-query.js';
+import { NO_QUERY_SOURCE_MESSAGE, skippedQueryLevel } from '../../../domain/memory-query.js';
+import { recallForTurn } from '../../memory-recall.js';
 import { textOf } from '../../../domain/message-content.js';
 import { isSynthetic } from '../../../domain/message-metadata.js';
 import { appendVisit, visitEntry } from '../../../domain/planner/loop-bounds.js';
@@ -54,13 +55,13 @@ export function recallNode(runtime: PlannerRuntime) {
       heartbeatContext: heartbeat.success ? heartbeat.data.context : null,
     };
 
-    const choice = chooseMemoryQuery(state.messages.map(toClassifiable), null);
+    // The planner's thread carries no conversation summary: the query comes from its messages alone.
+    const recall = await recallForTurn({ memories, memoryLimit: runtime.deps.memoryLimit }, { messages: state.messages, summary: null }, run);
     let recalled: PlannerMetadata['memories'] = [];
-    if (choice.source === 'none') scope.log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
+    if (recall.memoryQuerySource === 'none') scope.log[skippedQueryLevel(run.trigger)]({ messageCount: state.messages.length, trigger: run.trigger }, NO_QUERY_SOURCE_MESSAGE);
     else {
-      scope.log.debug({ querySource: choice.source, query: choice.query.slice(0, 50) }, 'Memory query source selected');
-      const hits = await memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: runtime.deps.memoryLimit ?? 5 });
-      recalled = hits.map((hit) => ({ content: hit.content, relevance_score: hit.score, id: hit.id, created_at: hit.createdAt, found_by: choice.source }));
+      scope.log.debug({ querySource: recall.memoryQuerySource, query: recall.query.slice(0, 50) }, 'Memory query source selected');
+      recalled = recall.recalled.map((hit) => ({ content: hit.content, relevance_score: hit.score, id: hit.id, created_at: hit.createdAt, found_by: recall.memoryQuerySource }));
     }
 
     let update: Partial<PlannerMetadata>;
@@ -176,8 +177,4 @@ export function routeAfterRecall(state: PlannerStateValue): string {
   if (meta.mode === 'new' || !meta.strategicPlan) return NODES.knowledge;
   if (!meta.activeMilestone) return NODES.strategicCritic;
   return meta.tacticalPlan ? NODES.executor : NODES.tacticalPlanner;
-}
-
-function toClassifiable(message: BaseMessage) {
-  return { type: message.getType(), content: message.content, additional_kwargs: message.additional_kwargs };
 }
