@@ -409,6 +409,40 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(await memories(agentId)).toEqual(['likes figs']);
   });
 
+  /** A step's calls decided as a person's decisions are recorded, without the resume job the service schedules after. */
+  async function decideWithoutResume(ids: string[]): Promise<void> {
+    const records = new SqlApprovalRepository((server.storage as SqlStorage).context);
+    for (const id of ids) expect(await records.decide(id, { status: 'approved', decidedBy: ALICE.id, channel: 'api', decidedAt: new Date().toISOString() })).toBeDefined();
+  }
+  const silentPolicy = { enabled: true, delaysMs: { check_in: 600_000, question_unanswered: 600_000, task_incomplete: 600_000, waiting_for_decision: 600_000 }, minDelayMs: 10, maxPerSilence: 1 };
+
+  it("I6: a person's message cancels the thread's pending follow-up timer on receipt, before a decided step is resumed", async () => {
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval({ ...askMemoryWrite, autonomy: silentPolicy }, [{ id: 'call_pears', content: 'likes pears' }]);
+    expect(run.status).toBe('interrupted');
+    // A follow-up pending on the thread (a run that waits for an approval plans none; one planned before it would be this).
+    const timerId = randomUUID();
+    await new SqlTimerRepository((server.storage as SqlStorage).context).insert(
+      { id: timerId, threadId, userId: ALICE.id, agentId, dueAt: new Date(Date.now() + 600_000).toISOString(), triggerType: 'question_unanswered', reason: 'the reply asked a question', attempt: 1, state: 'pending', stateReason: null, scheduledAgainst: null, sourceRunId: run.id as string },
+      new Date().toISOString(),
+    );
+    const timer = async () => ((await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[]).find((candidate) => candidate.id === timerId);
+    expect(await timer()).toMatchObject({ state: 'pending' });
+    await decideWithoutResume([approvals[0]!.id as string]);
+    // The resume's model call (after the approved call ran) streams slowly; the person's message is answered at once.
+    const slow = Array.from({ length: 40 }, (_, index) => `word${index}`);
+    respond((request) => (isPerson(request, 'Something new') ? { text: 'Answering the new message.' } : { chunks: slow, chunkDelayMs: 100 }));
+    const answer = say(threadId, 'Something new');
+    await waitFor(() => model.requests.some((request) => lastOf(request).role === 'tool'), waitLong, "the resume's model call");
+    // While the resume's call is in flight (the message's own call has not come yet), the timer is already cancelled.
+    expect(await timer()).toMatchObject({ state: 'cancelled', stateReason: 'a person sent a message' });
+    expect(model.requests.some((request) => isPerson(request, 'Something new'))).toBe(false);
+    const body = await answer;
+    expect(body.run.status).toBe('succeeded');
+    expect(body.messages.at(-1).content).toBe('Answering the new message.');
+    expect(await memories(agentId)).toEqual(['likes pears']);
+    expect(toolResults(lastRequest()).find((result) => result.tool_call_id === 'call_pears')!.content).toContain('saved');
+  });
+
   it('I16: two parallel calls, one rejected: the run resumes only when both are decided and the approved one runs', async () => {
     const calls = [{ id: 'call_one', content: 'likes cats' }, { id: 'call_two', content: 'likes dogs' }];
     const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval(askMemoryWrite, calls);
