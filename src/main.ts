@@ -266,10 +266,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // A person's message supersedes the calls waiting on the thread, on receipt (the model is told);
     // a step already decided is carried out before the message is answered.
     conversations.onUserMessage((thread) => approvalService.supersedeThread(thread.id, thread.userId));
-    conversations.beforeUserRun((thread) => approvalService.resumeDecidedStep(thread.id, thread.userId));
+    conversations.beforeUserRun((thread) => approvalService.resumeDecidedStep(thread.id));
     // While a thread waits for a decision, schedules and webhooks do not start runs on it (follow-ups and check-ins check it themselves).
     conversations.guardTriggeredRuns(async (threadId, trigger) =>
-      trigger !== 'autonomy' && trigger !== 'check_in' && trigger !== 'channel' && (await approvalService.hasPending(threadId)) ? 'awaiting_approval' : null,
+      trigger !== 'autonomy' && trigger !== 'check_in' && trigger !== 'channel' && (await approvalService.awaitingApproval(threadId)) ? 'awaiting_approval' : null,
     );
     const checkInService = new CheckInService({
       repository: new SqlCheckInRepository(storage.context),
@@ -279,7 +279,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       conversations,
       clock,
       logger,
-      awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+      awaitingApproval: (threadId) => approvalService.awaitingApproval(threadId),
       coordinator,
     });
     checkIns = checkInService;
@@ -295,7 +295,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger,
       models,
       defaultModel: config.model,
-      awaitingApproval: (threadId) => approvalService.hasPending(threadId),
+      awaitingApproval: (threadId) => approvalService.awaitingApproval(threadId),
     });
     await autonomy.attach();
     const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });

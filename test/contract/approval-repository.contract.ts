@@ -66,6 +66,7 @@ export function approvalRepositoryContract(name: string, open: () => Promise<Sql
       expect((await approvals.listStep(first.threadId, first.messageId)).map((record) => record.toolCallId)).toEqual(['call_0', 'call_1', 'call_2', 'call_3', 'call_4']);
       // Newest first: the step's last call first.
       expect((await approvals.list(first.userId, { limit: 10, threadId: first.threadId })).map((record) => record.toolCallId)).toEqual(['call_4', 'call_3', 'call_2', 'call_1', 'call_0']);
+      expect((await approvals.newestOfThread(first.threadId))?.toolCallId).toBe('call_4');
     });
 
     it('I16: the first decision wins atomically; a second finds it decided', async () => {

@@ -530,6 +530,31 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await decide(approvals[0]!.id, { decision: 'reject' });
   });
 
+  it('I16: a decided step whose resume has not run yet still holds off a check-in and a follow-up: the approved call is not closed as superseded, and runs once when the step resumes', async () => {
+    const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
+    const { agentId, threadId, approvals, run, lastRequest } = await waitingApproval({ ...askMemoryWrite, autonomy: policy }, [{ id: 'call_plums', content: 'likes plums' }]);
+    expect(run.status).toBe('interrupted');
+    // Approved, its resume job not yet run: nothing is pending, but the step still waits.
+    await decideWithoutResume([approvals[0]!.id as string]);
+    const timer = await server.services.autonomy.planFollowUp(ALICE.id, threadId, 'Anything else?');
+    const checkIn = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: run.id as string }, { inSeconds: 0.2, reason: 'see how it went' });
+    await waitFor(async () => {
+      const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+      const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
+      return timers.find((candidate) => candidate.id === timer!.id)?.state !== 'pending' && checkIns.find((candidate) => candidate.id === checkIn.id)?.state !== 'pending';
+    }, waitLong, 'the follow-up and the check-in to come due');
+    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
+    expect(timers.find((candidate) => candidate.id === timer!.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
+    expect(checkIns.find((candidate) => candidate.id === checkIn.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    expect((await runs(threadId)).map((candidate) => candidate.trigger)).toEqual(['user']);
+    // The step is carried out when the person next writes: the approved call runs once.
+    respond((request) => (isPerson(request, 'Go on') ? { text: 'Going on.' } : { text: 'Saved it.' }));
+    expect((await say(threadId, 'Go on')).run.status).toBe('succeeded');
+    expect(await memories(agentId)).toEqual(['likes plums']);
+    expect(toolResults(lastRequest()).find((result) => result.tool_call_id === 'call_plums')!.content).toContain('saved');
+  });
+
   // ---------- the same decisions on an autonomous follow-up, after a restart ----------
   /**
    * An autonomous follow-up that makes `calls` (memory_write, `ask` when nobody watches, the

@@ -117,6 +117,11 @@ export class SqlApprovalRepository implements ApprovalRepository {
     return rows.map(toApproval);
   }
 
+  async newestOfThread(threadId: string): Promise<ApprovalRecord | undefined> {
+    const row = await this.#db.selectFrom('tool_approvals').selectAll().where('thread_id', '=', threadId).orderBy('requested_at', 'desc').orderBy('position', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    return row && toApproval(row);
+  }
+
   async decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined> {
     return decideOne(this.#db, id, decision);
   }

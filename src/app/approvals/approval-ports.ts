@@ -30,6 +30,8 @@ export interface ApprovalRepository {
   /** Every call of one step (thread + model message). */
   listStep(threadId: string, messageId: string): Promise<ApprovalRecord[]>;
   listPending(options?: { threadId?: string }): Promise<ApprovalRecord[]>;
+  /** The thread's newest request (the last call of its newest step), whoever owns it. */
+  newestOfThread(threadId: string): Promise<ApprovalRecord | undefined>;
   /** pending → decided, atomically; undefined when it was no longer pending (then read it to see who won). */
   decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined>;
   /**

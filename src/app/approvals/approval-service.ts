@@ -221,20 +221,39 @@ export class ApprovalService implements ApprovalGate {
    * message is then answered by a model that knows what happened. A step whose calls were
    * all still pending was superseded on receipt and is left to the message's run.
    */
-  async resumeDecidedStep(threadId: string, userId: string): Promise<void> {
-    const [newest] = await this.deps.repository.list(userId, { limit: 1, threadId });
-    if (!newest) return;
-    const step = await this.deps.repository.listStep(threadId, newest.messageId);
-    if (step.some((call) => call.status === 'pending') || step.every((call) => call.status === 'superseded')) return;
-    // A step resumed long ago is the common case: the checkpoint no longer waits on it, and
-    // nothing is locked or run (read outside the lock; the resume checks again under it).
-    const agent = await this.deps.storage.agents.get(userId, newest.agentId);
-    const probe = { runId: randomUUID(), threadId, userId, agentId: newest.agentId, trigger: 'user' as const, meta: {}, requestedAt: this.deps.clock.now().toISOString(), correlationId: randomUUID() };
-    if (!agent || (await this.deps.waitingStep(agent, probe)) !== newest.messageId) return;
+  async resumeDecidedStep(threadId: string): Promise<void> {
+    const waiting = await this.decidedStepWaiting(threadId);
     // Not caught: if the decided step cannot be carried out now, the message is refused
     // rather than answered by a model told, wrongly, that the calls were superseded; the
     // person's retry finds the step still waiting.
-    await this.resume(newest, { forPerson: true });
+    if (waiting) await this.resume(waiting, { forPerson: true });
+  }
+
+  /**
+   * Whether the thread waits on a tool step: calls still waiting for a person, or a step
+   * every call of which is decided but whose resume has not run yet. A run the agent starts
+   * on its own (a follow-up, a check-in, a schedule, a webhook) must not start then: it
+   * would close the step as if nobody had decided, and an approved call would never run (I16).
+   */
+  async awaitingApproval(threadId: string): Promise<boolean> {
+    return (await this.hasPending(threadId)) || (await this.decidedStepWaiting(threadId)) !== undefined;
+  }
+
+  /**
+   * The thread's newest step when its calls are all decided (some not superseded) and the
+   * checkpoint still waits on it: a resume still to run. A step resumed long ago is the
+   * common case, answered without a lock or a run (the checkpoint read outside the lock; a
+   * resume checks again under it).
+   */
+  private async decidedStepWaiting(threadId: string): Promise<ApprovalRecord | undefined> {
+    const newest = await this.deps.repository.newestOfThread(threadId);
+    if (!newest) return undefined;
+    const step = await this.deps.repository.listStep(threadId, newest.messageId);
+    if (step.some((call) => call.status === 'pending') || step.every((call) => call.status === 'superseded')) return undefined;
+    const agent = await this.deps.storage.agents.get(newest.userId, newest.agentId);
+    if (!agent) return undefined;
+    const probe: RunContext = { runId: randomUUID(), threadId, userId: newest.userId, agentId: newest.agentId, trigger: 'user', meta: {}, requestedAt: this.deps.clock.now().toISOString(), correlationId: randomUUID() };
+    return (await this.deps.waitingStep(agent, probe)) === newest.messageId ? newest : undefined;
   }
 
   // ---------- deadlines ----------
