@@ -31,6 +31,8 @@ export function AgentsView({ agents, onChange }: { agents: Agent[]; onChange: ()
                 await api('DELETE', `/api/agents/${agent.id}`);
                 await onChange();
               }}
+              onGone={onChange}
+              gone={`Agent "${agent.name}" was already deleted.`}
             >
               Delete {agent.name}
             </ActionButton>

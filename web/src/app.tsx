@@ -6,6 +6,7 @@ import { SchedulesView } from './schedules.js';
 import { HooksView } from './hooks.js';
 import { MemoryView } from './memory.js';
 import { ApprovalsView, PendingApprovalsBadge } from './approvals.js';
+import { Announcer } from './shared.js';
 
 type View = 'chat' | 'approvals' | 'agents' | 'schedules' | 'webhooks' | 'memory';
 const VIEWS: Array<{ id: View; label: string }> = [
@@ -121,6 +122,7 @@ export function App() {
           </button>
         )}
       </header>
+      <Announcer />
       {view === 'chat' && live && <ChatView agents={agents} live={live} onAgentsChanged={reloadAgents} />}
       {view === 'approvals' && live && <ApprovalsView live={live} />}
       {view === 'agents' && <AgentsView agents={agents} onChange={reloadAgents} />}

@@ -289,6 +289,8 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
             await api('DELETE', `/api/threads/${thread.id}`);
             onDeleted();
           }}
+          onGone={onDeleted}
+          gone={`"${title}" was already deleted.`}
         >
           Delete
         </ActionButton>

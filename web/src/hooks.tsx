@@ -170,6 +170,8 @@ export function HooksView({ agents, onAgentsChanged }: { agents: Agent[]; onAgen
                 await api('DELETE', `/api/hooks/${hook.id}`);
                 await load();
               }}
+              onGone={load}
+              gone={`Webhook "${hook.name}" was already deleted.`}
             >
               Delete {hook.name}
             </ActionButton>

@@ -96,6 +96,8 @@ export function Inspector({
                     await api('DELETE', `/api/threads/${thread.id}/timers/${timer.id}`);
                     await load();
                   }}
+                  onGone={load}
+                  gone="That follow-up was already gone."
                 >
                   Cancel follow-up
                 </ActionButton>

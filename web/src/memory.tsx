@@ -62,6 +62,8 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
                 await api('DELETE', `/api/memories/${memory.id}`);
                 await load();
               }}
+              onGone={load}
+              gone="That memory was already deleted."
             >
               Delete memory
             </ActionButton>

@@ -118,6 +118,8 @@ export function SchedulesView({ agents, onAgentsChanged }: { agents: Agent[]; on
                   await api('DELETE', `/api/schedules/${schedule.id}`);
                   await load();
                 }}
+                onGone={load}
+                gone={`Schedule "${schedule.name}" was already deleted.`}
               >
                 Delete {schedule.name}
               </ActionButton>

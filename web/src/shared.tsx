@@ -59,12 +59,52 @@ export function ErrorNote({ error, prefix, id }: { error: unknown; prefix?: stri
   );
 }
 
+/** What an action says when it did not need doing, announced once app-wide (its control may be gone with its item). */
+const announceListeners = new Set<(text: string) => void>();
+
+export function announce(text: string): void {
+  for (const listener of announceListeners) listener(text);
+}
+
+/** The app's one polite status line for `announce`: present from the start, so screen readers hear what lands in it. */
+export function Announcer() {
+  const [said, setSaid] = useState<{ text: string; count: number }>({ text: '', count: 0 });
+  useEffect(() => {
+    const listener = (text: string) => setSaid((last) => ({ text, count: last.count + 1 }));
+    announceListeners.add(listener);
+    return () => {
+      announceListeners.delete(listener);
+    };
+  }, []);
+  useEffect(() => {
+    if (!said.text) return;
+    const clear = setTimeout(() => setSaid((last) => ({ ...last, text: '' })), 10_000);
+    return () => clearTimeout(clear);
+  }, [said]);
+  return (
+    <p role="status" className="announcer">
+      {said.text}
+    </p>
+  );
+}
+
+/**
+ * What an action on an item does when the server answers 404, the item already gone
+ * (deleted elsewhere): `onGone` brings the page up to date (the item leaves its list) and
+ * `gone` is said (role=status) instead of an error.
+ */
+export interface GoneHandling {
+  onGone?: () => unknown;
+  gone?: string;
+}
+
 /**
  * An action a control starts (a request to the API): `busy` while it is out, and what the
  * server answered when it refused, kept to show next to the control until the next try.
- * `run` resolves true when the action went through.
+ * `run` resolves true when the action went through (or, with `onGone`, was not needed:
+ * the item was already gone).
  */
-export function useAction(): { busy: boolean; error: unknown; run: (work: () => Promise<unknown>) => Promise<boolean>; clear: () => void } {
+export function useAction(): { busy: boolean; error: unknown; run: (work: () => Promise<unknown>, options?: GoneHandling) => Promise<boolean>; clear: () => void } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
   const mounted = useRef(true);
@@ -75,13 +115,19 @@ export function useAction(): { busy: boolean; error: unknown; run: (work: () => 
       mounted.current = false;
     };
   }, []);
-  const run = useCallback(async (work: () => Promise<unknown>) => {
+  const run = useCallback(async (work: () => Promise<unknown>, options?: GoneHandling) => {
     if (out.current) return false; // one request at a time
     out.current = true;
     setBusy(true);
     setError(undefined);
     try {
-      await work();
+      try {
+        await work();
+      } catch (failure) {
+        if (!(options?.onGone && failure instanceof ApiError && failure.status === 404)) throw failure;
+        announce(options.gone ?? 'Already deleted elsewhere.');
+        await options.onGone();
+      }
       return true;
     } catch (failure) {
       if (mounted.current) setError(failure); // a control gone with its item (deleted) shows nothing
@@ -98,21 +144,25 @@ export function useAction(): { busy: boolean; error: unknown; run: (work: () => 
 /**
  * A button that runs an action (after `confirm`, when given): marked disabled while its
  * request is out (aria-disabled, so the keyboard focus stays on it), and the server's
- * refusal, code and message, shown right after it (role=alert) and describing it.
+ * refusal, code and message, shown right after it (role=alert) and describing it. A Delete
+ * passes `onGone` (and `gone`): answered 404, its item is taken off the page and that is said.
  */
 export function ActionButton({
   action,
   confirm: question,
   errorPrefix,
+  onGone,
+  gone,
   children,
   className,
   ...rest
-}: Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'onClick' | 'type' | 'disabled' | 'children'> & {
-  action: () => Promise<unknown>;
-  confirm?: string;
-  errorPrefix?: string;
-  children: ReactNode;
-}) {
+}: Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'onClick' | 'type' | 'disabled' | 'children'> &
+  GoneHandling & {
+    action: () => Promise<unknown>;
+    confirm?: string;
+    errorPrefix?: string;
+    children: ReactNode;
+  }) {
   const { busy, error, run } = useAction();
   const errorId = useId();
   return (
@@ -126,7 +176,7 @@ export function ActionButton({
         aria-describedby={error ? errorId : rest['aria-describedby']}
         onClick={() => {
           if (busy || (question !== undefined && !confirm(question))) return;
-          void run(action);
+          void run(action, { onGone, gone });
         }}
       >
         {children}
