@@ -1166,6 +1166,27 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it("the agent form's general refusal (not a field's) goes once the person edits any field", async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'edited-away', name: 'Edited Away' } })).status).toBe(201);
+      const page = await openAs(ALICE.token, '#agents');
+      await page.getByRole('button', { name: 'Edit Edited Away' }).click();
+      const form = page.getByRole('form', { name: 'Edit Edited Away' });
+      await form.getByLabel('Name').waitFor();
+      // Deleted elsewhere while the form is open: the save is refused, not for one field.
+      expect((await fx.request('DELETE', '/api/agents/edited-away')).status).toBe(204);
+      const general = form.getByRole('alert').filter({ hasText: 'NOT_FOUND' });
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await general.waitFor({ timeout: 5_000 });
+      await form.getByLabel('Name').pressSequentially(' again');
+      await general.waitFor({ state: 'detached', timeout: 5_000 });
+      // Refused again: said again, and a checkbox counts as an edit too.
+      await form.getByRole('button', { name: 'Save agent' }).click();
+      await general.waitFor({ timeout: 5_000 });
+      await form.getByLabel('Follow up on its own').check();
+      await general.waitFor({ state: 'detached', timeout: 5_000 });
+      await page.close();
+    });
+
     it('a failed follow-up says it was the follow-up that failed, and offers no Retry that would resend the person\'s message', async () => {
       expect((await fx.request('POST', '/api/agents', { body: { id: 'fragile', name: 'Fragile', model: 'openai:fragile', autonomy: quickFollowUps(1500) } })).status).toBe(201);
       const threadId = await thread({ agentId: 'fragile', title: 'Fragile' });

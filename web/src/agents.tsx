@@ -56,6 +56,8 @@ export function AgentsView({ agents, onChange }: { agents: Agent[]; onChange: ()
 
 function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDone: () => Promise<void>; onCancel: () => void }) {
   const [error, setError] = useState<unknown>();
+  // The refusal not tied to one field (above the form): it goes once the person edits any field, as what was refused is no longer what the form holds.
+  const [generalEdited, setGeneralEdited] = useState(false);
   const [policy, setPolicy] = useState<AutonomyPolicy | undefined>();
   const [planner, setPlanner] = useState<{ settings: PlannerSettings; tools: AgentTools } | undefined>();
   const [plannerError, setPlannerError] = useState<string | undefined>();
@@ -118,6 +120,7 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
       className="form"
       aria-label={agent ? `Edit ${agent.name}` : 'New agent'}
       noValidate
+      onChange={() => setGeneralEdited(true)}
       onSubmit={async (event) => {
         event.preventDefault();
         const form = new FormData(event.currentTarget);
@@ -153,6 +156,7 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
           setError(undefined);
         } catch (failure) {
           setError(failure);
+          setGeneralEdited(false);
           refused();
           return;
         }
@@ -171,7 +175,7 @@ function AgentForm({ agent, onDone, onCancel }: { agent: Agent | undefined; onDo
       }}
     >
       <h2>{agent ? `Edit ${agent.name}` : 'New agent'}</h2>
-      {formError(error, PATHS) && (
+      {!generalEdited && formError(error, PATHS) && (
         <p role="alert" className="field-error form-error" tabIndex={-1}>
           {formError(error, PATHS)}
         </p>
