@@ -508,22 +508,29 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await decide(approvals[0]!.id, { decision: 'reject' });
   });
 
+  /** A follow-up and a check-in planned on the thread, waited for until both came due: what became of each. */
+  async function followUpAndCheckInDue(agentId: string, threadId: string, runId: string): Promise<{ timer: Json | undefined; checkIn: Json | undefined }> {
+    const planned = await server.services.autonomy.planFollowUp(ALICE.id, threadId, 'Anything else?');
+    expect(planned).toBeDefined();
+    const scheduled = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId }, { inSeconds: 0.2, reason: 'see if they decided' });
+    const now = async () => ({
+      timer: ((await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[]).find((candidate) => candidate.id === planned!.id),
+      checkIn: ((await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[]).find((candidate) => candidate.id === scheduled.id),
+    });
+    await waitFor(async () => {
+      const { timer, checkIn } = await now();
+      return timer?.state !== 'pending' && checkIn?.state !== 'pending';
+    }, waitLong, 'the follow-up and the check-in to come due');
+    return now();
+  }
+
   it('I16: while a thread waits, a follow-up or a check-in due on it starts no run: each is skipped with a logged reason', async () => {
     const policy = { enabled: true, delaysMs: { check_in: 150, question_unanswered: 150, task_incomplete: 150, waiting_for_decision: 150 }, minDelayMs: 10, maxPerSilence: 1, busyRetryMs: 100 };
     const { agentId, threadId, approvals, run } = await waitingApproval({ ...askMemoryWrite, autonomy: policy });
     expect(run.status).toBe('interrupted');
-    const timer = await server.services.autonomy.planFollowUp(ALICE.id, threadId, 'Anything else?');
-    expect(timer).toBeDefined();
-    const checkIn = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: run.id as string }, { inSeconds: 0.2, reason: 'see if they decided' });
-    await waitFor(async () => {
-      const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
-      const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
-      return timers.find((candidate) => candidate.id === timer!.id)?.state !== 'pending' && checkIns.find((candidate) => candidate.id === checkIn.id)?.state !== 'pending';
-    }, waitLong, 'the follow-up and the check-in to come due');
-    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
-    expect(timers.find((candidate) => candidate.id === timer!.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
-    const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
-    expect(checkIns.find((candidate) => candidate.id === checkIn.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    const { timer, checkIn } = await followUpAndCheckInDue(agentId, threadId, run.id as string);
+    expect(timer).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    expect(checkIn).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
     expect(server.logs.some((line) => line.msg === 'follow-up not sent' && line.reason === 'awaiting_approval' && line.threadId === threadId)).toBe(true);
     expect(server.logs.some((line) => line.msg === 'check-in skipped' && line.reason === 'awaiting_approval' && line.threadId === threadId)).toBe(true);
     expect((await runs(threadId)).map((candidate) => candidate.trigger)).toEqual(['user']);
@@ -536,17 +543,9 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(run.status).toBe('interrupted');
     // Approved, its resume job not yet run: nothing is pending, but the step still waits.
     await decideWithoutResume([approvals[0]!.id as string]);
-    const timer = await server.services.autonomy.planFollowUp(ALICE.id, threadId, 'Anything else?');
-    const checkIn = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: run.id as string }, { inSeconds: 0.2, reason: 'see how it went' });
-    await waitFor(async () => {
-      const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
-      const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
-      return timers.find((candidate) => candidate.id === timer!.id)?.state !== 'pending' && checkIns.find((candidate) => candidate.id === checkIn.id)?.state !== 'pending';
-    }, waitLong, 'the follow-up and the check-in to come due');
-    const timers = (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
-    expect(timers.find((candidate) => candidate.id === timer!.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
-    const checkIns = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
-    expect(checkIns.find((candidate) => candidate.id === checkIn.id)).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    const { timer, checkIn } = await followUpAndCheckInDue(agentId, threadId, run.id as string);
+    expect(timer).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
+    expect(checkIn).toMatchObject({ state: 'skipped', stateReason: 'awaiting_approval' });
     expect((await runs(threadId)).map((candidate) => candidate.trigger)).toEqual(['user']);
     // The step is carried out when the person next writes: the approved call runs once.
     respond((request) => (isPerson(request, 'Go on') ? { text: 'Going on.' } : { text: 'Saved it.' }));
