@@ -1047,6 +1047,15 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
         });
       const said = (text: string) => page.getByRole('status').filter({ hasText: text }).waitFor({ timeout: 5_000 });
       const noRefusal = async () => expect(await page.getByRole('alert').filter({ hasText: /Not (deleted|cancelled)/ }).count()).toBe(0);
+      /** `card`'s item deleted through the API just as its Delete `button` goes out: the page says `saying` and drops the card. */
+      const deleteGoneElsewhere = async (card: ReturnType<typeof page.locator>, path: string, button: string, saying: string) => {
+        await card.waitFor();
+        await deletedJustBefore(path, () => fx.request('DELETE', path));
+        await card.getByRole('button', { name: button }).click();
+        await said(saying);
+        await card.waitFor({ state: 'detached', timeout: 5_000 });
+        await noRefusal();
+      };
 
       // The follow-up: gone from the thread (cancelled and cleaned up elsewhere; the server no longer knows the timer).
       await page.getByRole('button', { name: 'Inspector' }).click();
@@ -1073,43 +1082,19 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       // A memory.
       await page.goto(`${fx.url}/#memory`);
       await page.getByLabel('Agent').selectOption('lapsed');
-      const memoryCard = page.locator('li.card').filter({ hasText: 'Forgotten elsewhere' });
-      await memoryCard.waitFor();
-      await deletedJustBefore(`/api/memories/${memory.body.id}`, () => fx.request('DELETE', `/api/memories/${memory.body.id}`));
-      await memoryCard.getByRole('button', { name: 'Delete memory' }).click();
-      await said('That memory was already deleted.');
-      await memoryCard.waitFor({ state: 'detached', timeout: 5_000 });
-      await noRefusal();
+      await deleteGoneElsewhere(page.locator('li.card').filter({ hasText: 'Forgotten elsewhere' }), `/api/memories/${memory.body.id}`, 'Delete memory', 'That memory was already deleted.');
 
       // A schedule.
       await page.goto(`${fx.url}/#schedules`);
-      const scheduleCard = page.locator('li.card').filter({ hasText: 'lapsing' });
-      await scheduleCard.waitFor();
-      await deletedJustBefore(`/api/schedules/${schedule.body.id}`, () => fx.request('DELETE', `/api/schedules/${schedule.body.id}`));
-      await scheduleCard.getByRole('button', { name: 'Delete lapsing' }).click();
-      await said('Schedule "lapsing" was already deleted.');
-      await scheduleCard.waitFor({ state: 'detached', timeout: 5_000 });
-      await noRefusal();
+      await deleteGoneElsewhere(page.locator('li.card').filter({ hasText: 'lapsing' }), `/api/schedules/${schedule.body.id}`, 'Delete lapsing', 'Schedule "lapsing" was already deleted.');
 
       // A webhook.
       await page.goto(`${fx.url}/#webhooks`);
-      const hookCard = page.locator('li.card').filter({ hasText: 'lapsed hook' });
-      await hookCard.waitFor();
-      await deletedJustBefore(`/api/hooks/${hook.body.id}`, () => fx.request('DELETE', `/api/hooks/${hook.body.id}`));
-      await hookCard.getByRole('button', { name: 'Delete lapsed hook' }).click();
-      await said('Webhook "lapsed hook" was already deleted.');
-      await hookCard.waitFor({ state: 'detached', timeout: 5_000 });
-      await noRefusal();
+      await deleteGoneElsewhere(page.locator('li.card').filter({ hasText: 'lapsed hook' }), `/api/hooks/${hook.body.id}`, 'Delete lapsed hook', 'Webhook "lapsed hook" was already deleted.');
 
       // An agent.
       await page.goto(`${fx.url}/#agents`);
-      const agentCard = page.locator('li.card').filter({ has: page.getByRole('heading', { name: 'Lapsed too', exact: true }) });
-      await agentCard.waitFor();
-      await deletedJustBefore('/api/agents/lapsed-too', () => fx.request('DELETE', '/api/agents/lapsed-too'));
-      await agentCard.getByRole('button', { name: 'Delete Lapsed too' }).click();
-      await said('Agent "Lapsed too" was already deleted.');
-      await agentCard.waitFor({ state: 'detached', timeout: 5_000 });
-      await noRefusal();
+      await deleteGoneElsewhere(page.locator('li.card').filter({ has: page.getByRole('heading', { name: 'Lapsed too', exact: true }) }), '/api/agents/lapsed-too', 'Delete Lapsed too', 'Agent "Lapsed too" was already deleted.');
 
       // Each was answered 404 by the server: the page did not skip the request.
       expect(refusals.filter((line) => line.startsWith('404 '))).toHaveLength(6);
