@@ -218,6 +218,10 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     const cell = (part: string) => table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: part }) }).getByRole('cell');
     await expect(cell('System prompt').textContent()).resolves.toBe(String(context.system.tokens));
     await expect(cell('Envelope').textContent()).resolves.toBe('none');
+    // The tools the chat call binds are input too (I14), shown as the API counts them.
+    const tools = context.tools.count > 0 ? [`Tool definitions (${context.tools.count})`, String(context.tools.tokens)] : ['Tool definitions', 'none'];
+    await expect(cell(tools[0]!).textContent()).resolves.toBe(tools[1]);
+    await expect(cell('Recalled memories').textContent()).resolves.toBe(context.memories.count > 0 ? String(context.memories.tokens) : 'none');
     await expect(cell(`Messages (${context.messages.window.length} of ${context.messages.inThread})`).textContent()).resolves.toBe(String(context.messages.tokens));
     await expect(section.textContent()).resolves.toContain(`${context.inputTokens} of ${context.budget.inputLimit} input tokens`);
     // "Inspect" on the reply opens its run, focused, its envelope shown: a person's run reached the model without one.

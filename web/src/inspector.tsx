@@ -208,7 +208,7 @@ function NextCallSection({ threadId, live }: { threadId: string; live: LiveConne
   const load = useCallback(async () => setContext(await api<ThreadContext>('GET', `/api/threads/${threadId}/context`).catch(() => undefined)), [threadId]);
   useLiveLoad(live, load, { threadId, types: ['run.end'] });
   if (!context) return null;
-  const { budget, system, envelope, summary, messages } = context;
+  const { budget, system, envelope, summary, messages, memories, tools } = context;
   return (
     <section aria-labelledby="context-heading" className="next-call">
       <h3 id="context-heading">Next model call</h3>
@@ -231,6 +231,14 @@ function NextCallSection({ threadId, live }: { threadId: string; live: LiveConne
           <tr>
             <th scope="row">Envelope</th>
             <td>{envelope.shown ? envelope.tokens : 'none'}</td>
+          </tr>
+          <tr>
+            <th scope="row">Recalled memories{memories.count > 0 ? ` (${memories.count})` : ''}</th>
+            <td>{memories.count > 0 ? memories.tokens : 'none'}</td>
+          </tr>
+          <tr>
+            <th scope="row">Tool definitions{tools.count > 0 ? ` (${tools.count})` : ''}</th>
+            <td>{tools.count > 0 ? tools.tokens : 'none'}</td>
           </tr>
           <tr>
             <th scope="row">Summary{summary?.coverage ? ` (covers ${summary.coverage.messageCount} messages)` : ''}</th>
