@@ -122,7 +122,7 @@ export class ContextWindow {
     // and read by the next fold, cut to its share of this one; the stored one is untouched.
     if (summary && this.counter.text(summary) > budget.summaryTokens) {
       log.info({ summaryTokens: this.counter.text(summary), share: budget.summaryTokens }, 'the conversation summary is over its share of the context budget; cut for this call');
-      summary = `${this.counter.truncate(summary, budget.summaryTokens - 4)}…`;
+      summary = this.cutSummary(summary, budget.summaryTokens);
     }
     let coverage = state.summaryCoverage;
     // Only what the summary does not cover is read (a long thread's folded past is not
@@ -178,26 +178,29 @@ export class ContextWindow {
     // prompt; the tools cannot.
     const newest = unitsOf(items).at(-1);
     const fixedLimit = inputLimit - Math.min(Math.floor(inputLimit * MESSAGES_RESERVE), newest?.tokens ?? 0);
-    const overBy = () => {
-      const framed = frame(summary);
-      return framed.systemTokens + framed.envelopeTokens + toolsTokens - fixedLimit;
+    // Framed once when everything fits (the usual call); again after each part gives way.
+    let framed = frame(summary);
+    const overOf = (parts: typeof framed) => parts.systemTokens + parts.envelopeTokens + toolsTokens - fixedLimit;
+    const reframe = () => {
+      framed = frame(summary);
+      return overOf(framed);
     };
-    let over = overBy();
+    let over = overOf(framed);
     if (over > 0) log.warn({ over, fixedLimit, toolsTokens }, 'the fixed parts of the call (system prompt, memories, summary, tools) are over their share of the context budget; the memories, then the summary, then the prompt give way');
     if (over > 0 && inputOptions.recalled && inputOptions.recalled.memories.length > 0) {
       const recalled = inputOptions.recalled;
       const memoryTokens = this.counter.text(memoryDataBlock(recalled.memories, recalled.foundBy));
       inputOptions = { ...inputOptions, recalled: this.fitRecalled(recalled, Math.max(0, memoryTokens - over), log) };
-      over = overBy();
+      over = reframe();
     }
     if (over > 0 && summary) {
-      const left = this.counter.text(summary) - over - 4;
-      summary = left > 20 ? `${this.counter.truncate(summary, left)}…` : null;
-      over = overBy();
+      const left = this.counter.text(summary) - over;
+      summary = left > 24 ? this.cutSummary(summary, left) : null;
+      over = reframe();
     }
     if (over > 0) {
       basePrompt = this.fitSystemPrompt(givenPrompt, Math.max(0, this.counter.text(basePrompt) - over), run, mayFold !== false, log);
-      over = overBy();
+      reframe();
     }
     const fittedRecalled = inputOptions.recalled;
     const memories: ContextReport['memories'] = fittedRecalled
@@ -207,7 +210,7 @@ export class ContextWindow {
           query: fittedRecalled.foundBy === null ? null : { source: fittedRecalled.foundBy as MemoryQuerySource },
         }
       : { count: 0, tokens: 0, query: null };
-    const { systemTokens, envelopeTokens, systemText } = frame(summary);
+    const { systemTokens, envelopeTokens, systemText } = framed;
     const room = Math.max(0, inputLimit - systemTokens - envelopeTokens - toolsTokens);
     const humanFirst = needsHumanFirst(run.model);
     const recent = kept.slice(covered);
@@ -351,6 +354,11 @@ export class ContextWindow {
     const model = budget.summaryModel ?? run.model;
     log.debug({ model, folded: folded.length }, 'writing the conversation summary');
     return summarizeMessages(this.deps.models, this.counter, { model, previous, folded, summaryTokens: budget.summaryTokens, maxInputTokens }, config);
+  }
+
+  /** A summary cut to `tokens` for this call, marked with an ellipsis (the stored one is untouched). */
+  private cutSummary(summary: string, tokens: number): string {
+    return `${this.counter.truncate(summary, tokens - 4)}…`;
   }
 
   /**
