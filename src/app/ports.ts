@@ -257,6 +257,12 @@ export type EventHandler = (event: VigilEvent, eventId?: number) => void;
 export interface SubscribeOptions {
   /** Replay the thread's events after this id (within the bus's window) before live ones. */
   afterEventId?: number | undefined;
+  /**
+   * Called once, after subscribe returns, when the events after `afterEventId` still in the
+   * bus's window have been handed to the handler (at once when there was nothing to replay):
+   * what follows is live. A follower of an ended run learns here whether any of it is left.
+   */
+  onReplayed?: (() => void) | undefined;
 }
 
 export interface EventBus {

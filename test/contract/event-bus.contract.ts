@@ -121,6 +121,35 @@ export function eventBusContract(name: string, open: () => Promise<EventBusFixtu
       resumed.stop();
     });
 
+    it('I15: a subscriber resuming after an id is told when the replay is over: every missed event came before, the live ones after, once', async () => {
+      const thread = randomUUID();
+      for (let index = 0; index < 8; index += 1) fixture.a.publish(delta(thread, index));
+      await fixture.a.flush?.();
+      const seen: Seen[] = [];
+      let seenAtReplayEnd: number | undefined;
+      let calls = 0;
+      const stop = fixture.b.subscribe(thread, (event, id) => seen.push({ id, event }), {
+        afterEventId: 0,
+        onReplayed: () => {
+          calls += 1;
+          seenAtReplayEnd = seen.length;
+        },
+      });
+      await waitFor(() => calls > 0, 30_000, 'the end of the replay');
+      expect(seenAtReplayEnd).toBe(8);
+      fixture.a.publish(delta(thread, 8));
+      await fixture.a.flush?.();
+      await waitFor(() => seen.length >= 9, 30_000, 'the live event');
+      expect(texts(seen)).toEqual(Array.from({ length: 9 }, (_, index) => `t${index}`));
+      expect(calls).toBe(1);
+      stop();
+      // A thread with nothing to replay: told all the same.
+      let told = false;
+      const none = fixture.b.subscribe(randomUUID(), () => undefined, { afterEventId: 0, onReplayed: () => void (told = true) });
+      await waitFor(() => told, 30_000, 'an empty replay to be over');
+      none();
+    });
+
     it('I15: a live subscriber gets only what is published after it subscribed, even as another subscriber of the thread resumes from an old id', async () => {
       const thread = randomUUID();
       // A tab already open on the thread sees five events go by.

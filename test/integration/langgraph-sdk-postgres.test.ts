@@ -62,6 +62,36 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     expect([...firstPart, ...rest].map((event) => event.event)).toEqual(whole.map((event) => event.event));
   });
 
+  it('I15: a stream resumed on the other instance after the run ended there still gets the rest of the reply, numbered on from the Last-Event-ID', async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
+    const thread = await onFirst!.threads.create();
+    const run = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'late [hold]' }] } });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+    const modes = ['values', 'messages-tuple', 'custom'] as const;
+    const controller = new AbortController();
+    const firstPart: Array<{ event: string; id?: string }> = [];
+    for await (const part of onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], signal: controller.signal })) {
+      firstPart.push(part);
+      if (part.event === 'messages') {
+        controller.abort();
+        break;
+      }
+    }
+    // The client is away while the run ends, then comes back through the other instance.
+    GatedModel.held.shift()!();
+    await onFirst!.runs.join(thread.thread_id, run.run_id);
+    const lastEventId = firstPart.at(-1)!.id!;
+    const rest = await collect(onSecond!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], lastEventId }));
+    const replyText = rest.filter((event) => event.event === 'messages').map((event) => (event.data as Json[])[0]!.content).join('');
+    expect(replyText).toBe(' late [hold]');
+    const whole = await collect(onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes] }));
+    expect([...firstPart, ...rest].map((event) => event.id)).toEqual(whole.map((event) => event.id));
+    expect([...firstPart, ...rest].map((event) => event.event)).toEqual(whole.map((event) => event.event));
+    // Another user resuming it learns nothing (I12).
+    const bob = new Client({ apiUrl: second.url, apiKey: BOB.token, callerOptions: { maxRetries: 0 } });
+    await expect(collect(bob.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], lastEventId }))).rejects.toThrow(/404/);
+  });
+
   it('a cancel sent to the instance that does not run the run stops it there: vigil\'s API, and the protocol\'s with wait; another user\'s cancel does nothing (I12)', async () => {
     const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
     // vigil's own route: the run is on the first instance, the cancel goes to the second.

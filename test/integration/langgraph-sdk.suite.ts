@@ -536,15 +536,27 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const thread = await alice.threads.create({ metadata: { kept: 'yes' } });
       const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'before restart' }] }, metadata: { origin: 'sdk' } });
       await alice.runs.join(thread.thread_id, run.run_id);
+      // What a client read of its stream before the restart: up to the first values.
+      const before = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: 'values' }));
+      const readUpTo = before.find((event) => event.event === 'values')!.id!;
+      expect(Number(readUpTo)).toBeGreaterThan(1);
       // The first server's responses are all ones the API document declares.
       expect(server.undocumented).toEqual([]);
       server = await server.restart();
       alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
       expect((await alice.threads.get(thread.thread_id)).metadata).toMatchObject({ kept: 'yes' });
       expect(await alice.runs.get(thread.thread_id, run.run_id)).toMatchObject({ status: 'success', metadata: { origin: 'sdk' } });
+      // Its stream as far as it can be rebuilt (PostgreSQL keeps the thread's events; this
+      // process's memory does not), ending with its final values.
       const events = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: 'values' }));
-      expect(events.map((event) => event.event)).toEqual(['metadata', 'values']);
-      expect(events[1]!.data.messages.map((message: Json) => message.content)).toEqual(['before restart', 'Echo: before restart']);
+      expect(events[0]!.event).toBe('metadata');
+      expect(events.at(-1)!.event).toBe('values');
+      expect(events.at(-1)!.data.messages.map((message: Json) => message.content)).toEqual(['before restart', 'Echo: before restart']);
+      // A client resuming it with the id it read before the restart gets the final values too, numbered after that id.
+      const resumed = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: 'values', lastEventId: readUpTo }));
+      expect(resumed.length).toBeGreaterThan(0);
+      expect(resumed.every((event) => Number(event.id) > Number(readUpTo))).toBe(true);
+      expect(resumed.at(-1)!.data.messages.map((message: Json) => message.content)).toEqual(['before restart', 'Echo: before restart']);
     });
   });
 }

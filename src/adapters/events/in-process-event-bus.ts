@@ -72,6 +72,8 @@ export class InProcessEventBus implements EventBus {
       this.handlers.set(threadId, set);
     }
     set.add(handler);
+    // After subscribe returns, as on a shared bus, so a caller may use what subscribe returned.
+    if (options.onReplayed) queueMicrotask(options.onReplayed);
     return () => {
       const current = this.handlers.get(threadId);
       current?.delete(handler);

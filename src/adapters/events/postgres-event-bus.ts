@@ -119,7 +119,16 @@ export class PostgresEventBus implements EventBus {
     // another subscriber or after a reconnect would otherwise hand it.
     const subscriber: Subscriber = { handler, cursor: options.afterEventId ?? feed.lastSeen };
     feed.subscribers.add(subscriber);
-    if (subscriber.cursor !== undefined) this.#enqueue(threadId, feed, () => this.#catchUp(threadId, feed, undefined));
+    const replayed = options.onReplayed;
+    if (subscriber.cursor !== undefined) {
+      this.#enqueue(threadId, feed, async () => {
+        try {
+          await this.#catchUp(threadId, feed, undefined);
+        } finally {
+          replayed?.();
+        }
+      });
+    } else if (replayed) queueMicrotask(replayed);
     const owner = feed;
     return () => {
       owner.subscribers.delete(subscriber);

@@ -122,19 +122,47 @@ export class ProtocolRunManager {
    * coming through (checked every FOLLOW_CHECK_MS).
    */
   follow(shape: Omit<RunShape, 'metadata' | 'multitaskStrategy'>, vigilRunId: string): RunFrames {
+    return this.framesOf(shape.runId) ?? this.startFollowing(shape, vigilRunId).frames;
+  }
+
+  /**
+   * The frames of a run that has ended and whose frames this process does not hold (it ran
+   * on another instance, or ended before this process kept them), rebuilt from the thread's
+   * events while they are still in the event bus's replay window, numbered as the running
+   * instance numbered them: for a client resuming its stream with a Last-Event-ID, which
+   * otherwise would miss the end of the reply. Undefined when none of its events are left.
+   */
+  async replayEnded(shape: Omit<RunShape, 'metadata' | 'multitaskStrategy'>, vigilRunId: string): Promise<RunFrames | undefined> {
     const known = this.framesOf(shape.runId);
     if (known !== undefined) return known;
+    const following = this.startFollowing(shape, vigilRunId);
+    if (await following.replayed) return following.frames;
+    following.stop({ forget: true });
+    return undefined;
+  }
+
+  /** One follower of a run: its frames, whether the replay found any of its events, and how to stop it. */
+  private startFollowing(
+    shape: Omit<RunShape, 'metadata' | 'multitaskStrategy'>,
+    vigilRunId: string,
+  ): { frames: RunFrames; replayed: Promise<boolean>; stop: (options?: { forget?: boolean }) => void } {
     const { frames, handle, finish } = this.tracker({ ...shape, metadata: {}, multitaskStrategy: 'reject' }, { follower: true });
     this.followed.set(shape.runId, frames);
     let started = false;
+    let seen = false;
     let ended = false;
     let unsubscribe: (() => void) | undefined;
     let check: NodeJS.Timeout | undefined;
-    const stop = () => {
+    const stop = (options: { forget?: boolean } = {}) => {
       if (ended) return;
       ended = true;
       clearInterval(check);
       queueMicrotask(() => unsubscribe?.());
+      if (options.forget === true) {
+        this.followed.delete(shape.runId);
+        frames.close();
+        return;
+      }
       void finish().then(() => setTimeout(() => this.followed.delete(shape.runId), this.deps.retentionMs).unref());
     };
     check = setInterval(() => {
@@ -155,18 +183,21 @@ export class ProtocolRunManager {
         },
       );
     }, FOLLOW_CHECK_MS).unref();
-    unsubscribe = this.deps.events.subscribe(
-      shape.thread.id,
-      (event) => {
-        if (ended) return;
-        const ours = 'runId' in event && event.runId === vigilRunId;
-        if (ours && event.type === 'run.start') started = true;
-        if (ours || (started && event.type.startsWith('timer.'))) handle(event);
-        if (ours && event.type === 'run.end') stop();
-      },
-      { afterEventId: 0 },
-    );
-    return frames;
+    const replayed = new Promise<boolean>((resolve) => {
+      unsubscribe = this.deps.events.subscribe(
+        shape.thread.id,
+        (event) => {
+          if (ended) return;
+          const ours = 'runId' in event && event.runId === vigilRunId;
+          if (ours) seen = true;
+          if (ours && event.type === 'run.start') started = true;
+          if (ours || (started && event.type.startsWith('timer.'))) handle(event);
+          if (ours && event.type === 'run.end') stop();
+        },
+        { afterEventId: 0, onReplayed: () => resolve(seen) },
+      );
+    });
+    return { frames, replayed, stop };
   }
 
   /** Wait for a run of this process to settle (false when it is not in flight here). */

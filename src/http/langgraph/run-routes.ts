@@ -80,6 +80,14 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     return valuesOf(context, userId, threadId);
   }
 
+  /** What a follower of a run needs: its shape, and the id of vigil's run behind it. */
+  async function followTarget(userId: string, threadId: string, runId: string) {
+    const row = await store.getRun(userId, runId);
+    const thread = await deps.conversations.getThread(userId, threadId);
+    const agent = await deps.agents.get(userId, thread.agentId);
+    return { shape: { runId, userId, thread, agent }, vigilRunId: row?.vigilRunId ?? runId };
+  }
+
   /**
    * The frames of a run in progress that this process does not run (another instance on the
    * same PostgreSQL database runs it), followed from the thread's events; undefined when the
@@ -87,10 +95,14 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
    */
   async function followed(userId: string, threadId: string, runId: string, run: Json): Promise<RunFrames | undefined> {
     if (!['pending', 'running'].includes(String(run.status))) return undefined;
-    const row = await store.getRun(userId, runId);
-    const thread = await deps.conversations.getThread(userId, threadId);
-    const agent = await deps.agents.get(userId, thread.agentId);
-    return runs.follow({ runId, userId, thread, agent }, row?.vigilRunId ?? runId);
+    const { shape, vigilRunId } = await followTarget(userId, threadId, runId);
+    return runs.follow(shape, vigilRunId);
+  }
+
+  /** The frames of a run that ended (here long ago, or on another instance), from its events still in the bus's window. */
+  async function replayed(userId: string, threadId: string, runId: string): Promise<RunFrames | undefined> {
+    const { shape, vigilRunId } = await followTarget(userId, threadId, runId);
+    return runs.replayEnded(shape, vigilRunId);
   }
 
   async function endOf(frames: RunFrames | undefined): Promise<void> {
@@ -293,10 +305,11 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       const header = request.headers['last-event-id'];
       const after = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : -1;
       const cancelOnDisconnect = query.cancel_on_disconnect === '1' || query.cancel_on_disconnect === 'true';
-      let frames = runs.framesOf(params.run_id) ?? (await followed(userId, params.thread_id, params.run_id, run));
+      let frames = runs.framesOf(params.run_id) ?? (await followed(userId, params.thread_id, params.run_id, run)) ?? (await replayed(userId, params.thread_id, params.run_id));
       if (!frames && !['pending', 'running'].includes(String(run.status))) {
-        // A run that ended before this process kept its frames (long ago, or on another instance): its outcome.
-        frames = new RunFrames();
+        // A run that ended so long ago that its events left the window: its outcome. Numbered
+        // after what a resuming client read, or it would be sent nothing at all.
+        frames = new RunFrames(after + 1);
         frames.push('metadata', { run_id: params.run_id, thread_id: params.thread_id, attempt: 1 });
         frames.push('values', await finalValues(userId, params.thread_id));
         frames.close();

@@ -19,9 +19,12 @@ export class RunFrames {
   done = false;
   private waiters: Array<() => void> = [];
 
+  /** `firstId`: the number of the first frame (0, unless these frames stand in for a stream a client already read part of). */
+  constructor(readonly firstId = 0) {}
+
   push(event: string, data: unknown): void {
     if (this.done) return;
-    this.frames.push({ id: this.frames.length, event, data });
+    this.frames.push({ id: this.firstId + this.frames.length, event, data });
     this.wake();
   }
 
@@ -86,7 +89,8 @@ export async function writeFrames(
     if (open && frames && !frames.done) options.onDisconnect?.();
     open = false;
   });
-  let next = options.after + 1;
+  // A position in the list, from the client's Last-Event-ID and the number of the list's first frame.
+  let next = Math.max(0, options.after + 1 - (frames?.firstId ?? 0));
   while (open && frames) {
     while (next < frames.frames.length) {
       const frame = frames.frames[next]!;
