@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { HumanMessage } from '@langchain/core/messages';
 import { syntheticMetadata, TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
+import { textOf } from '../../src/domain/message-content.js';
 import { TokenCounter } from '../../src/agent/context/token-counter.js';
 import { openPlannerHarness, USER, type PlannerHarness } from '../helpers/planner-harness.js';
 import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
@@ -106,6 +107,39 @@ export function contextPlannerSuite(backend: () => Backend): void {
       expect(schemaTokens, call.name).toBeGreaterThan(0);
       const tokens = call.messages.reduce((sum, message) => sum + counter.message(message).tokens, 0);
       expect(tokens + schemaTokens, call.name).toBeLessThanOrEqual(inputLimit);
+    }
+  });
+
+  it("I14: a structured decision's retry after an answer that does not fit the schema stays within the context budget", async () => {
+    const SMALL = 1500;
+    // Two answers that do not fit the schema before a valid one: the retries carry the
+    // corrections ("That answer was not a valid …"), the second one both of them.
+    const badPlan = { goal: 42, priority: 'sometime', milestones: 'first the beans, then the kale' };
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [badPlan, 'Here is my plan: sort them by colour.', strategicPlan('Sort the seed packets', 'Sort them')],
+      tactical_plan: ['prose', tacticalPlan(step('do it'))],
+      executor_step: always(execute([], true, 'done')),
+      tactical_critique: always(approve()),
+      strategic_critique: always(approve()),
+      text: ['Sorted.'],
+    });
+    const agent = await harness.agent();
+    await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: SMALL }, new Date().toISOString());
+    const thread = await harness.thread(agent);
+    // The request fills each decision's context to its bound: a correction appended after the fit would push the retry over.
+    const outcome = await harness.say(thread, `Please sort my seed packets. ${'Beans, peas, carrots and kale from last spring; '.repeat(400)}`);
+    expect(outcome.run.status).toBe('succeeded');
+    const strategic = model.callsOf('strategic_plan');
+    expect(strategic).toHaveLength(3);
+    expect(model.callsOf('tactical_plan')).toHaveLength(2);
+    // The retries did carry their corrections, after the context.
+    expect(textOf(strategic[1]!.messages.at(-1)!.content)).toMatch(/^That answer was not a valid strategic_plan:/);
+    expect(strategic[2]!.messages.filter((message) => /^That answer was not a valid strategic_plan:/.test(textOf(message.content)))).toHaveLength(2);
+    const inputLimit = SMALL - 300; // a fifth of the budget is the answer's room
+    for (const call of model.calls.filter((each) => each.name !== 'text')) {
+      const tokens = call.messages.reduce((sum, message) => sum + counter.message(message).tokens, 0) + counter.tools(call.tools);
+      expect(tokens, `${call.name} call ${call.index}`).toBeLessThanOrEqual(inputLimit);
     }
   });
 }

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openJobQueue } from '../../src/adapters/jobs/job-queue-factory.js';
 import { pgBossSchemaFor } from '../../src/adapters/jobs/pg-boss-job-queue.js';
+import { ContextWindow } from '../../src/agent/context/context-window.js';
+import { TokenCounter } from '../../src/agent/context/token-counter.js';
 import { OVERLORD_QUEUE, Overlord } from '../../src/agent/planner/overlord.js';
 import type { JobQueue } from '../../src/app/job-queue.js';
 import type { PlanHeartbeats } from '../../src/app/plans/plan-ports.js';
+import { textOf } from '../../src/domain/message-content.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import { InMemoryJobQueue } from '../helpers/overlord-job-queue.js';
 import { openPlannerHarness, USER, type PlannerHarness } from '../helpers/planner-harness.js';
@@ -192,6 +195,41 @@ export function overlordSuite(backend: () => Backend): void {
     expect((await harness.plans.get(USER, plan.id))?.heartbeat).toMatchObject({ status: 'armed', lastDecision: 'wait', lastReason: expect.stringMatching(/^no valid decision/) });
     expect(queue.pendingJob(OVERLORD_QUEUE, thread.id)?.dueAt).toBe(new Date(now + 15 * MINUTE).toISOString());
   });
+
+  it("I14: the overlord's retry after an answer that does not fit the schema stays within the context budget", async () => {
+    // A plan whose goal and remaining milestones fill the decision's context past a small budget.
+    const long = (text: string, chars: number) => text.repeat(Math.ceil(chars / text.length)).slice(0, chars);
+    const titles = Array.from({ length: 8 }, (_, index) => long(`Chapter ${index + 1}: check the figures, the sources and the wording; `, 200));
+    model = new ScriptedChatModel({
+      knowledge_plan: [noKnowledge],
+      strategic_plan: [strategicPlan(long('Write the yearly report on the garden, bed by bed. ', 1000), ...titles)],
+      tactical_plan: [tacticalPlan(step('outline it'))],
+      executor_step: [execute([], true, 'outlined')],
+      tactical_critique: [approve()],
+    });
+    const agent = await harness.agent({ budgets: { maxSteps: 6 } });
+    const thread = await harness.thread(agent);
+    expect((await harness.say(thread, 'Write the report')).run.reason).toMatch(/^step budget spent/);
+    const plan = (await harness.plans.listByThread(USER, thread.id, { limit: 1 }))[0]!;
+    const settingsAt = clock.now().toISOString();
+    await harness.storage.agents.updateSetting(USER, agent.id, 'planner', { overlord: {} }, settingsAt);
+    await harness.storage.agents.updateSetting(USER, agent.id, 'context', { maxTokens: 1000, answerTokens: 500 }, settingsAt);
+    const context = new ContextWindow({ models: () => model, logger: captureLogs('warn').logger, clock, agents: harness.storage.agents });
+    const bounded = overlordOver(harness, queue, () => model, clock, context);
+    const decisions = new ScriptedChatModel({ overlord_decision: ['let me think about it', { decision: 'wait', reason: 'the person is away', next_check_at: null }] });
+    model = decisions;
+    now += 20 * MINUTE;
+    expect(await bounded.wake({ userId: USER, threadId: thread.id, planId: plan.id, agentId: agent.id })).toMatchObject({ outcome: 'wait', modelCalled: true, reason: 'the person is away' });
+    const calls = decisions.callsOf('overlord_decision');
+    expect(calls).toHaveLength(2);
+    expect(textOf(calls[0]!.messages.at(-1)!.content)).toContain('[… cut to fit the context budget]');
+    expect(textOf(calls[1]!.messages.at(-1)!.content)).toMatch(/^That answer was not a valid overlord_decision:/);
+    const counter = new TokenCounter();
+    for (const call of calls) {
+      const tokens = call.messages.reduce((sum, message) => sum + counter.message(message).tokens, 0) + counter.tools(call.tools);
+      expect(tokens, `overlord_decision call ${call.index}`).toBeLessThanOrEqual(1000 - 500);
+    }
+  });
 }
 
 /** The overlord through the backend's real JobQueue (embedded on SQLite, pg-boss on PostgreSQL). */
@@ -243,8 +281,9 @@ export function overlordRealQueueSuite(backend: () => Backend): void {
   });
 }
 
-function overlordOver(harness: PlannerHarness, jobs: JobQueue, model: () => ScriptedChatModel, clock: { now(): Date }): Overlord {
+function overlordOver(harness: PlannerHarness, jobs: JobQueue, model: () => ScriptedChatModel, clock: { now(): Date }, context?: ContextWindow): Overlord {
   return new Overlord({
+    context,
     jobs,
     plans: harness.plans,
     threads: harness.storage.threads,

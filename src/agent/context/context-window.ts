@@ -301,21 +301,23 @@ export class ContextWindow {
    * agent's budget: over it, the context message (the last non-envelope human message)
    * is cut, marked, to what fits. Everything else is sent as built. The decision's output
    * schema (`output`), which the provider receives as a tool definition, is input too: a
-   * fixed part, like a chat call's tools.
+   * fixed part, like a chat call's tools. So are the messages `after` the built ones — a
+   * retried decision's corrections (structured-decision.ts) — sent after them as they are.
    */
-  async bound(messages: readonly BaseMessage[], owner: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>, output?: DecisionOutput): Promise<BaseMessage[]> {
+  async bound(messages: readonly BaseMessage[], owner: Pick<ActiveRunSettings, 'userId' | 'agentId' | 'model'>, output?: DecisionOutput, after: readonly BaseMessage[] = []): Promise<BaseMessage[]> {
     const budget = await this.budget(owner);
     const limit = Math.floor((budget.maxTokens - budget.answerTokens) / this.calibration.factor(owner.model));
     const counts = messages.map((message) => this.counter.message(message).tokens);
     const schemaTokens = output ? this.counter.outputSchema(output.name, output.schema) : 0;
-    const total = schemaTokens + counts.reduce((sum, count) => sum + count, 0);
-    if (total <= limit) return [...messages];
+    const afterTokens = after.reduce((sum, message) => sum + this.counter.message(message).tokens, 0);
+    const total = schemaTokens + afterTokens + counts.reduce((sum, count) => sum + count, 0);
+    if (total <= limit) return [...messages, ...after];
     let index = messages.length - 1;
     while (index >= 0 && (messages[index]!.getType() !== 'human' || hasEnvelopeMarker(messages[index]!))) index -= 1;
-    if (index < 0) return [...messages];
+    if (index < 0) return [...messages, ...after];
     const room = Math.max(0, limit - (total - counts[index]!));
-    this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], schemaTokens, room }, 'decision input over the context budget; its context is cut to fit');
-    return messages.map((message, position) => (position === index ? this.shorten(message, room) : message));
+    this.deps.logger.warn({ agentId: owner.agentId, tokens: total, limit, contextTokens: counts[index], schemaTokens, afterTokens, room }, 'decision input over the context budget; its context is cut to fit');
+    return [...messages.map((message, position) => (position === index ? this.shorten(message, room) : message)), ...after];
   }
 
   /**

@@ -8,7 +8,7 @@ import { overlordDecision } from '../../domain/planner/planner-decisions.js';
 import { plannerSettingsOf, type OverlordSettings } from '../../domain/planner/planner-settings.js';
 import type { HeartbeatContext } from '../../domain/planner/planner-state.js';
 import { standaloneDecisionMessages } from './planner-prompts.js';
-import { decide } from './structured-decision.js';
+import { decide, type DecisionMessages } from './structured-decision.js';
 import type { ContextWindow } from '../context/context-window.js';
 
 export const OVERLORD_QUEUE = 'overlord';
@@ -134,7 +134,9 @@ export class Overlord implements PlanHeartbeats {
       plan: { goal: plan.goal ?? plan.request, status: plan.status, stopReason: plan.reason, remainingMilestones: remaining, wakesSoFar: wakes },
       bounds: { earliestNextCheckAt: iso(now.getTime() + settings.minDelayMs), latestNextCheckAt: iso(now.getTime() + settings.maxDelayMs) },
     });
-    const bounded = this.deps.context ? await this.deps.context.bound(messages, { userId: agent.userId, agentId: agent.id, model: modelSpec }, { name: 'overlord_decision', schema: overlordDecision }) : messages;
+    const context = this.deps.context;
+    const owner = { userId: agent.userId, agentId: agent.id, model: modelSpec };
+    const bounded: DecisionMessages = context ? (corrections) => context.bound(messages, owner, { name: 'overlord_decision', schema: overlordDecision }, corrections) : messages;
     const answer = await decide(model, overlordDecision, 'overlord_decision', bounded, { retries: 1, maxTokens: settings.wakeMaxTokens });
     const counted = { wakes: wakes + 1 };
     if (!answer.ok) {

@@ -14,9 +14,9 @@ import { runApprovedCall } from '../tools/tool-approval.js';
 import type { PlannerMetadata } from '../../domain/planner/planner-state.js';
 import type { Stop } from '../../domain/planner/run-bounds.js';
 import { redact, redactString } from '../../domain/redaction.js';
-import type { BaseMessage } from '@langchain/core/messages';
 import { ContextWindow, type DecisionOutput } from '../context/context-window.js';
 import { decisionMessages, type PlannerRole } from './planner-prompts.js';
+import type { DecisionMessages } from './structured-decision.js';
 import { runSettingsOf, type ActiveRunSettings } from '../run-settings.js';
 import { withoutTools, type Toolbox, type ToolboxFactory } from '../tools/planner-toolbox.js';
 
@@ -107,10 +107,12 @@ export class PlannerRuntime {
    * The messages of one planner decision, bounded to the agent's context budget (I14):
    * a decision reads no thread history, but its JSON context (the request, evidence,
    * results) can outgrow the budget; it is then cut, marked, to fit, with room left for
-   * the decision's output schema (`output`: the name and schema given to decide()).
+   * the decision's output schema (`output`: the name and schema given to decide()) and,
+   * on a retry, for the corrections decide() sends after them.
    */
-  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>, output: DecisionOutput): Promise<BaseMessage[]> {
-    return this.context.bound(decisionMessages(role, scope.run, context), scope.run, output);
+  decisionInput(scope: RunScope, role: PlannerRole, context: Record<string, unknown>, output: DecisionOutput): DecisionMessages {
+    const messages = decisionMessages(role, scope.run, context);
+    return (corrections) => this.context.bound(messages, scope.run, output, corrections);
   }
 
   model(scope: RunScope) {

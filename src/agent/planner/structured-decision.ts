@@ -5,6 +5,13 @@ import { toJsonSchema } from '@langchain/core/utils/json_schema';
 import { z } from 'zod';
 import { textOf } from '../../domain/message-content.js';
 
+/**
+ * A decision's messages: sent as they are, or a function that fits them to the agent's
+ * context budget (I14) together with what a retry sends after them — the corrections so
+ * far — called before every attempt, so a retry fits as the first call does.
+ */
+export type DecisionMessages = readonly BaseMessage[] | ((corrections: readonly BaseMessage[]) => Promise<BaseMessage[]>);
+
 export type DecisionOutcome<T> =
   | { ok: true; value: T; tokens: number; attempts: number }
   | { ok: false; error: string; tokens: number; attempts: number };
@@ -25,21 +32,22 @@ export async function decide<T>(
   model: BaseChatModel,
   schema: z.ZodType<T>,
   name: string,
-  messages: BaseMessage[],
+  messages: DecisionMessages,
   options: { retries: number; config?: RunnableConfig; maxTokens?: number },
 ): Promise<DecisionOutcome<T>> {
   const ask = structuredRunnable(model, schema, name);
   let tokens = 0;
   let error = 'no answer';
-  const conversation = [...messages];
+  const corrections: BaseMessage[] = [];
   for (let attempt = 1; attempt <= options.retries + 1; attempt++) {
+    const conversation = typeof messages === 'function' ? await messages(corrections) : [...messages, ...corrections];
     const { raw, parsed } = await ask(conversation, options.config);
     tokens += tokensOf(raw, conversation);
     const result = parsed === undefined ? null : schema.safeParse(parsed);
     if (result?.success) return { ok: true, value: result.data, tokens, attempts: attempt };
     error = result ? z.prettifyError(result.error).replace(/\s+/g, ' ').slice(0, 500) : `no ${name} answer in the reply`;
     if (options.maxTokens !== undefined && tokens >= options.maxTokens) return { ok: false, error: `${error} (token budget of the call spent)`, tokens, attempts: attempt };
-    conversation.push(new HumanMessage(`That answer was not a valid ${name}: ${error}. Answer again with exactly the requested structure.`));
+    corrections.push(new HumanMessage(`That answer was not a valid ${name}: ${error}. Answer again with exactly the requested structure.`));
   }
   return { ok: false, error, tokens, attempts: options.retries + 1 };
 }

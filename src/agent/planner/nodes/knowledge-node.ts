@@ -28,7 +28,7 @@ export function knowledgeNode(runtime: PlannerRuntime) {
       model,
       knowledgePlanDecision,
       'knowledge_plan',
-      await runtime.decisionInput(scope, 'knowledge_plan', { request, memories: meta.memories.map((memory) => memory.content), tools: toolsForPrompt(offered) }, { name: 'knowledge_plan', schema: knowledgePlanDecision }),
+      runtime.decisionInput(scope, 'knowledge_plan', { request, memories: meta.memories.map((memory) => memory.content), tools: toolsForPrompt(offered) }, { name: 'knowledge_plan', schema: knowledgePlanDecision }),
       { retries, config: scope.config },
     );
     let tokensUsed = meta.tokensUsed + asked.tokens;
@@ -62,7 +62,7 @@ export function knowledgeNode(runtime: PlannerRuntime) {
       model,
       knowledgeAnswersDecision,
       'knowledge_answers',
-      await runtime.decisionInput(scope, 'knowledge_answers', { request, evidence }, { name: 'knowledge_answers', schema: knowledgeAnswersDecision }),
+      runtime.decisionInput(scope, 'knowledge_answers', { request, evidence }, { name: 'knowledge_answers', schema: knowledgeAnswersDecision }),
       { retries, config: scope.config },
     );
     tokensUsed += answered.tokens;

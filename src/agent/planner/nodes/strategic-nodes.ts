@@ -25,7 +25,7 @@ export function strategicPlannerNode(runtime: PlannerRuntime) {
       tools: toolbox.descriptors.map((tool) => tool.name),
       ...(revising ? { goal: meta.strategicPlan?.goal, completedMilestones: completed.map(({ title, successCriteria }) => ({ title, successCriteria })), criticReason: meta.finalCriticReason } : {}),
     };
-    const answer = await decide(runtime.model(scope), strategicPlanDecision, 'strategic_plan', await runtime.decisionInput(scope, revising ? 'strategic_revision' : 'strategic_plan', context, { name: 'strategic_plan', schema: strategicPlanDecision }), {
+    const answer = await decide(runtime.model(scope), strategicPlanDecision, 'strategic_plan', runtime.decisionInput(scope, revising ? 'strategic_revision' : 'strategic_plan', context, { name: 'strategic_plan', schema: strategicPlanDecision }), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -76,7 +76,7 @@ export function strategicCriticNode(runtime: PlannerRuntime) {
       })),
       knowledge: meta.knowledgeResults,
     };
-    const answer = await decide(runtime.model(scope), strategicCritique, 'strategic_critique', await runtime.decisionInput(scope, 'strategic_critique', context, { name: 'strategic_critique', schema: strategicCritique }), {
+    const answer = await decide(runtime.model(scope), strategicCritique, 'strategic_critique', runtime.decisionInput(scope, 'strategic_critique', context, { name: 'strategic_critique', schema: strategicCritique }), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });

@@ -30,7 +30,7 @@ export function tacticalPlannerNode(runtime: PlannerRuntime) {
       tools: toolsForPrompt(toolbox.descriptors),
       ...(revising ? { previousSteps: meta.tacticalPlan?.steps ?? [], criticReason: meta.criticReason, revision: meta.revisionCount } : {}),
     };
-    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', await runtime.decisionInput(scope, 'tactical_plan', context, { name: 'tactical_plan', schema }), {
+    const answer = await decide(runtime.model(scope), schema, 'tactical_plan', runtime.decisionInput(scope, 'tactical_plan', context, { name: 'tactical_plan', schema }), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
@@ -107,7 +107,7 @@ export function executorNode(runtime: PlannerRuntime) {
         callsSoFarForThisStep: earlier,
         tools: toolsForPrompt(offered),
       };
-      const decided = await decide(runtime.model(scope), executorDecision, 'executor_step', await runtime.decisionInput(scope, 'executor', context, { name: 'executor_step', schema: executorDecision }), {
+      const decided = await decide(runtime.model(scope), executorDecision, 'executor_step', runtime.decisionInput(scope, 'executor', context, { name: 'executor_step', schema: executorDecision }), {
         retries: meta.budgets.structuredRetries,
         config: scope.config,
       });
@@ -179,7 +179,7 @@ export function tacticalCriticNode(runtime: PlannerRuntime) {
       toolResults: Object.values(meta.toolResults),
       revision: meta.revisionCount,
     };
-    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', await runtime.decisionInput(scope, 'tactical_critique', context, { name: 'tactical_critique', schema: tacticalCritique }), {
+    const answer = await decide(runtime.model(scope), tacticalCritique, 'tactical_critique', runtime.decisionInput(scope, 'tactical_critique', context, { name: 'tactical_critique', schema: tacticalCritique }), {
       retries: meta.budgets.structuredRetries,
       config: scope.config,
     });
