@@ -14,6 +14,25 @@ describePostgres('LangGraph SDK against vigil on PostgreSQL', postgres, () => {
   langgraphSdkSuite(() => ({ kind: 'postgres', url: postgres.url }));
 });
 
+const modes = ['values', 'messages-tuple', 'custom'] as const;
+
+/** Starts a held run and reads its stream on `client` up to the reply's first token, then drops the stream. */
+async function readToFirstToken(client: Client, content: string) {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content }] } });
+  await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
+  const controller = new AbortController();
+  const firstPart: Array<{ event: string; id?: string }> = [];
+  for await (const part of client.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], signal: controller.signal })) {
+    firstPart.push(part);
+    if (part.event === 'messages') {
+      controller.abort();
+      break;
+    }
+  }
+  return { thread, run, firstPart };
+}
+
 describePostgres('LangGraph protocol across two instances on one PostgreSQL database', postgres, () => {
   let first: TestServer;
   let second: TestServer;
@@ -31,20 +50,8 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
 
   it('I15: a run in progress on one instance is joined on the other: its stream, resumed there with the Last-Event-ID the first gave, and its join', async () => {
     const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
-    const thread = await onFirst!.threads.create();
-    const run = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'across [hold]' }] } });
-    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
-    const modes = ['values', 'messages-tuple', 'custom'] as const;
     // Read the running instance's stream up to the reply's first token, then drop it…
-    const controller = new AbortController();
-    const firstPart: Array<{ event: string; id?: string }> = [];
-    for await (const part of onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], signal: controller.signal })) {
-      firstPart.push(part);
-      if (part.event === 'messages') {
-        controller.abort();
-        break;
-      }
-    }
+    const { thread, run, firstPart } = await readToFirstToken(onFirst!, 'across [hold]');
     // …and go on from the other instance, as a client behind a load balancer would.
     const lastEventId = firstPart.at(-1)!.id!;
     const resumed = collect(onSecond!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], lastEventId }));
@@ -64,19 +71,7 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
 
   it('I15: a stream resumed on the other instance after the run ended there still gets the rest of the reply, numbered on from the Last-Event-ID', async () => {
     const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
-    const thread = await onFirst!.threads.create();
-    const run = await onFirst!.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'late [hold]' }] } });
-    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run to reach the model');
-    const modes = ['values', 'messages-tuple', 'custom'] as const;
-    const controller = new AbortController();
-    const firstPart: Array<{ event: string; id?: string }> = [];
-    for await (const part of onFirst!.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], signal: controller.signal })) {
-      firstPart.push(part);
-      if (part.event === 'messages') {
-        controller.abort();
-        break;
-      }
-    }
+    const { thread, run, firstPart } = await readToFirstToken(onFirst!, 'late [hold]');
     // The client is away while the run ends, then comes back through the other instance.
     GatedModel.held.shift()!();
     await onFirst!.runs.join(thread.thread_id, run.run_id);
