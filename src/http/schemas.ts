@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
+import { contextSettingsSchema } from '../domain/context/context-settings.js';
 import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import { storedToolCallViews } from '../domain/tools/tool-call-view.js';
 import type { AgentRecord, MemoryHit, MemoryOrigin, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
@@ -40,6 +41,8 @@ export const createAgentBody = z
     autonomy: autonomyPolicySchema.optional(),
     /** Tool settings, the same shape on every agent kind: approval policy, fetch allow-list, MCP servers, bounds. */
     tools: toolSettingsSchema.optional(),
+    /** The agent's context settings (budget, answer room, folding), as PUT /api/agents/{id}/context takes them; the server's when omitted. */
+    context: contextSettingsSchema.optional(),
   })
   .strict();
 export const updateAgentBody = z

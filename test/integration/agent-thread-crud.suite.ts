@@ -57,6 +57,35 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
     return timer!.id;
   }
 
+  describe('POST /api/agents', () => {
+    it('I14: takes the agent\'s context settings, as PUT /api/agents/{id}/context does; another user cannot read them', async () => {
+      const agentId = await newAgent(ALICE.token, { context: { maxTokens: 6000, answerTokens: 1000 } });
+      const context = await server.request('GET', `/api/agents/${agentId}/context`);
+      expect(context.status).toBe(200);
+      expect(context.body).toMatchObject({ maxTokens: 6000, answerTokens: 1000, foldAt: 0.75, keepRecent: 0.4 });
+      const bobs = await server.request('GET', `/api/agents/${agentId}/context`, { token: BOB.token });
+      expect(bobs.status).toBe(404);
+      expect(bobs.body.error.code).toBe('AGENT_NOT_FOUND');
+      expect((await server.request('GET', `/api/agents/${agentId}`, { token: BOB.token })).status).toBe(404);
+    });
+
+    it('I14, I11: a system prompt over half of the budget given at creation, or a bad context field, answers 400 VALIDATION_FAILED and creates nothing', async () => {
+      const before = (await server.request('GET', '/api/agents')).body.agents.map((agent: Json) => agent.id);
+      const long = 'Always answer in the voice of a careful gardener who explains every step. '.repeat(260); // ~19,000 characters
+      const id = `a-${randomUUID().slice(0, 8)}`;
+      const over = await server.request('POST', '/api/agents', { body: { id, name: 'Verbose', systemPrompt: long, context: { maxTokens: 1000 } } });
+      expect(over.status, JSON.stringify(over.body)).toBe(400);
+      expect(over.body.error.code).toBe('VALIDATION_FAILED');
+      expect(over.body.error.message).toMatch(/system prompt takes \d+ tokens, more than half of the agent's input budget/);
+      const bad = await server.request('POST', '/api/agents', { body: { id, name: 'Bad', context: { maxTokens: 10, deleteHistory: true } } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.code).toBe('VALIDATION_FAILED');
+      expect((bad.body.error.details as Array<{ path: string }>).map((detail) => detail.path)).toContain('/context/maxTokens');
+      expect((await server.request('GET', `/api/agents/${id}`)).status).toBe(404);
+      expect((await server.request('GET', '/api/agents')).body.agents.map((agent: Json) => agent.id)).toEqual(before);
+    });
+  });
+
   describe('PATCH /api/agents/{id}', () => {
     it('changes name, system prompt, model and autonomy policy', async () => {
       const agentId = await newAgent();

@@ -7,8 +7,9 @@ import { agentDto, agentParams, createAgentBody, updateAgentBody, createMemoryBo
 export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
   return async (app) => {
     app.post('/api/agents', { schema: { tags: ['agents'], body: createAgentBody, response: { 201: agentDto, 400: errorBody, 409: errorBody } } }, async (request, reply) => {
-      const { autonomy, tools, ...fields } = request.body;
-      const agent = await deps.agents.create(request.userId, { ...fields, settings: { ...(autonomy ? { autonomy } : {}), ...(tools ? { tools } : {}) } });
+      const { autonomy, tools, context, ...fields } = request.body;
+      const settings = { ...(autonomy ? { autonomy } : {}), ...(tools ? { tools } : {}), ...(context ? { context } : {}) };
+      const agent = await deps.agents.create(request.userId, { ...fields, settings });
       return reply.status(201).send(toAgentDto(agent));
     });
 
