@@ -12,6 +12,8 @@ import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager
 import { DemoChatModel } from '../../src/adapters/llm/demo-chat-model.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { NONCE_PLACEHOLDER } from '../../src/domain/envelope/envelope-visibility.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
 import { ScriptedOpenAiServer, type RecordedRequest } from '../helpers/openai-server.js';
 import { buildWebApp } from '../../web/build-if-stale.mjs';
 import { browserAvailable, launchBrowser } from '../helpers/browser.js';
@@ -1102,6 +1104,39 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
 
       // Each was answered 404 by the server: the page did not skip the request.
       expect(refusals.filter((line) => line.startsWith('404 '))).toHaveLength(6);
+      await page.close();
+    });
+
+    it('Cancel on a follow-up that already ran (409 TIMER_NOT_PENDING) is no error: the inspector drops it and says it already ran', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'overtaken', name: 'Overtaken', autonomy: quickFollowUps(600_000) } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'overtaken', title: 'Overtaken thread' });
+      expect((await fx.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'hello' } })).status).toBe(200);
+      const timer = ((await fx.request('GET', `/api/threads/${threadId}/timers`)).body.timers as Json[]).find((candidate) => candidate.state === 'pending');
+      expect(timer).toBeDefined();
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      await page.getByRole('button', { name: 'Inspector' }).click();
+      const inspector = page.getByRole('complementary', { name: 'Inspector' });
+      const cancel = inspector.getByRole('button', { name: 'Cancel follow-up' });
+      await cancel.waitFor();
+      // The follow-up comes due just as the person's Cancel goes out: the firer takes it first (pending → fired).
+      await page.route(`**/api/threads/${threadId}/timers/${timer!.id}`, async (route) => {
+        if (route.request().method() !== 'DELETE') return route.fallback();
+        const now = new Date().toISOString();
+        const fired = await new SqlTimerRepository((fx.storage as SqlStorage).context).transition(timer!.id, 'pending', 'fired', { firedAt: now, stateReason: null }, now);
+        expect(fired?.state).toBe('fired');
+        await route.continue();
+      });
+      const answered = page.waitForResponse((response) => response.request().method() === 'DELETE' && response.url().includes(timer!.id));
+      await cancel.click();
+      const refusal = await answered;
+      expect(refusal.status()).toBe(409);
+      expect(((await refusal.json()) as Json).error.code).toBe('TIMER_NOT_PENDING');
+      // Said plainly (role=status), not shown as a refusal (role=alert) next to the button.
+      const said = page.getByRole('status').filter({ hasText: 'That follow-up already ran' });
+      await said.or(inspector.getByRole('alert')).first().waitFor({ timeout: 5_000 });
+      expect(await inspector.getByRole('alert').allTextContents()).toEqual([]);
+      await said.waitFor();
+      await inspector.getByText('None pending.').waitFor({ timeout: 5_000 });
       await page.close();
     });
 

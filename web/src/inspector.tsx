@@ -98,6 +98,7 @@ export function Inspector({
                   }}
                   onGone={load}
                   gone="That follow-up was already gone."
+                  alreadyDone={{ TIMER_NOT_PENDING: 'That follow-up already ran (or was stopped elsewhere), so there was nothing to cancel.' }}
                 >
                   Cancel follow-up
                 </ActionButton>

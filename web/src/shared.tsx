@@ -91,18 +91,29 @@ export function Announcer() {
 /**
  * What an action on an item does when the server answers 404, the item already gone
  * (deleted elsewhere): `onGone` brings the page up to date (the item leaves its list) and
- * `gone` is said (role=status) instead of an error.
+ * `gone` is said (role=status) instead of an error. `alreadyDone` names refusals that mean
+ * the same for the person, the action no longer needed (code → what is said), such as
+ * TIMER_NOT_PENDING on cancelling a follow-up that already ran: handled like a 404.
  */
 export interface GoneHandling {
   onGone?: () => unknown;
   gone?: string;
+  alreadyDone?: Readonly<Record<string, string>>;
+}
+
+/** What to say instead of an error when `failure` means the action was not needed, else undefined. */
+function notNeeded(failure: unknown, options: GoneHandling | undefined): string | undefined {
+  if (!(failure instanceof ApiError) || !options) return undefined;
+  if (options.onGone && failure.status === 404) return options.gone ?? 'Already deleted elsewhere.';
+  const done = options.alreadyDone;
+  return done && Object.hasOwn(done, failure.code) ? done[failure.code] : undefined;
 }
 
 /**
  * An action a control starts (a request to the API): `busy` while it is out, and what the
  * server answered when it refused, kept to show next to the control until the next try.
- * `run` resolves true when the action went through (or, with `onGone`, was not needed:
- * the item was already gone).
+ * `run` resolves true when the action went through (or, with `onGone` or `alreadyDone`,
+ * was not needed: the item was already gone, or the thing already done).
  */
 export function useAction(): { busy: boolean; error: unknown; run: (work: () => Promise<unknown>, options?: GoneHandling) => Promise<boolean>; clear: () => void } {
   const [busy, setBusy] = useState(false);
@@ -124,9 +135,10 @@ export function useAction(): { busy: boolean; error: unknown; run: (work: () => 
       try {
         await work();
       } catch (failure) {
-        if (!(options?.onGone && failure instanceof ApiError && failure.status === 404)) throw failure;
-        announce(options.gone ?? 'Already deleted elsewhere.');
-        await options.onGone();
+        const said = notNeeded(failure, options);
+        if (said === undefined) throw failure;
+        announce(said);
+        await options?.onGone?.();
       }
       return true;
     } catch (failure) {
@@ -145,7 +157,8 @@ export function useAction(): { busy: boolean; error: unknown; run: (work: () => 
  * A button that runs an action (after `confirm`, when given): marked disabled while its
  * request is out (aria-disabled, so the keyboard focus stays on it), and the server's
  * refusal, code and message, shown right after it (role=alert) and describing it. A Delete
- * passes `onGone` (and `gone`): answered 404, its item is taken off the page and that is said.
+ * passes `onGone` (and `gone`): answered 404, its item is taken off the page and that is said;
+ * `alreadyDone` does the same for the refusals it names.
  */
 export function ActionButton({
   action,
@@ -153,6 +166,7 @@ export function ActionButton({
   errorPrefix,
   onGone,
   gone,
+  alreadyDone,
   children,
   className,
   ...rest
@@ -176,7 +190,7 @@ export function ActionButton({
         aria-describedby={error ? errorId : rest['aria-describedby']}
         onClick={() => {
           if (busy || (question !== undefined && !confirm(question))) return;
-          void run(action, { onGone, gone });
+          void run(action, { onGone, gone, alreadyDone });
         }}
       >
         {children}
