@@ -256,9 +256,9 @@ export class ConversationService {
   }
 
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */
-  async cancelRun(userId: string, runId: string): Promise<RunRecord> {
+  async cancelRun(userId: string, runId: string, reason?: string): Promise<RunRecord> {
     const run = await this.getRun(userId, runId);
-    if (run.status === 'running') await this.cancelAnywhere(userId, runId);
+    if (run.status === 'running') await this.cancelAnywhere(userId, runId, reason);
     return run;
   }
 

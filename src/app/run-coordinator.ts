@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { RegisteredGraph } from '../agent/agent-graph.js';
 import { runConfig } from '../agent/run-settings.js';
 import type { TaskInput } from '../agent/task-message.js';
-import { VigilError } from '../domain/errors.js';
+import { VigilError, isVigilError } from '../domain/errors.js';
 import type { VigilEvent } from '../domain/events.js';
 import type { RunContext } from '../domain/run-context.js';
 import type { AgentKind, AgentRecord, Clock, EventBus, Storage, StoredMessage } from './ports.js';
@@ -319,10 +319,14 @@ function deletionStopped(): VigilError {
   return new VigilError('SERVER_STOPPING', 'the server is stopping; the thread was not deleted');
 }
 
-/** The caller going away (e.g. the HTTP client) cancels the run; returns the detach. */
+/**
+ * The caller's signal cancels the run; returns the detach. A caller that says why (a
+ * VigilError as the abort reason, e.g. the protocol's explicit cancel) is recorded as it
+ * said; any other abort is the caller going away (e.g. the HTTP client disconnecting).
+ */
 function followCallerSignal(signal: AbortSignal | undefined, controller: AbortController): () => void {
   if (!signal) return () => {};
-  const onCallerAbort = () => controller.abort(new VigilError('RUN_CANCELLED', 'the client went away'));
+  const onCallerAbort = () => controller.abort(isVigilError(signal.reason) ? signal.reason : new VigilError('RUN_CANCELLED', 'the client went away'));
   signal.addEventListener('abort', onCallerAbort, { once: true });
   if (signal.aborted) onCallerAbort();
   return () => signal.removeEventListener('abort', onCallerAbort);

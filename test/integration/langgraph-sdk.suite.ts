@@ -379,6 +379,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const interrupting = await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'fourth' }] }, multitaskStrategy: 'interrupt' });
       expect((interrupting as Json).messages.at(-1).content).toBe('Echo: fourth');
       expect((await alice.runs.get(thread.thread_id, held.run_id)).status).toBe('interrupted');
+      expect((await server.request('GET', `/api/runs/${held.run_id}`)).body.reason).toMatch(/^interrupted by a newer run/);
       GatedModel.held.splice(0);
     });
 
@@ -410,6 +411,7 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       }
       controller.abort();
       await waitFor(async () => (await alice.runs.get(thread.thread_id, runId!)).status === 'interrupted', 10_000, 'the run to be cancelled');
+      expect((await server.request('GET', `/api/runs/${runId}`)).body).toMatchObject({ status: 'cancelled', reason: 'the client went away' });
       GatedModel.held.splice(0);
     });
 
@@ -420,6 +422,8 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(bob.runs.cancel(thread.thread_id, run.run_id))).toBe(404);
       await alice.runs.cancel(thread.thread_id, run.run_id, true);
       expect((await alice.runs.get(thread.thread_id, run.run_id)).status).toBe('interrupted');
+      // vigil's record of it says it was cancelled, not that its client went away.
+      expect((await server.request('GET', `/api/runs/${run.run_id}`)).body).toMatchObject({ status: 'cancelled', reason: 'the run was cancelled' });
       GatedModel.held.splice(0);
     });
 

@@ -21,6 +21,13 @@ const RUN_END_GRACE_MS = 10_000;
  */
 const FOLLOW_CHECK_MS = 1_000;
 
+/** Why a protocol run was cancelled, as its record says. */
+export const CANCEL_REASONS = {
+  requested: 'the run was cancelled',
+  disconnected: 'the client went away',
+  interrupted: 'interrupted by a newer run on the thread (multitask_strategy interrupt)',
+} as const;
+
 type Json = Record<string, unknown>;
 
 export interface RunManagerDependencies {
@@ -208,17 +215,20 @@ export class ProtocolRunManager {
     return true;
   }
 
-  /** Cancel a run: abort it while it waits for the thread, or ask the coordinator to stop it. */
-  async cancel(userId: string, runId: string): Promise<void> {
+  /**
+   * Cancel a run: abort it while it waits for the thread, or ask the coordinator to stop it.
+   * `reason` is what the run's record says (a client's cancel, its stream dropped, a newer run).
+   */
+  async cancel(userId: string, runId: string, reason: string = CANCEL_REASONS.requested): Promise<void> {
     const run = this.inFlight.get(runId);
-    if (run && run.userId === userId) run.controller.abort(new VigilError('RUN_CANCELLED', 'the run was cancelled'));
+    if (run && run.userId === userId) run.controller.abort(new VigilError('RUN_CANCELLED', reason));
     const row = await this.deps.store.getRun(userId, runId);
     // Queued on another instance, waiting for its thread there: it never starts. (A message
     // run has the protocol run's id; a resume pending elsewhere waits for a decision's run,
     // not for the thread, and is not reached so.)
     if (row?.state === 'pending' && row.vigilRunId === null && run === undefined) await this.deps.conversations.cancelAnywhere(userId, runId);
     try {
-      await this.deps.conversations.cancelRun(userId, row?.vigilRunId ?? runId);
+      await this.deps.conversations.cancelRun(userId, row?.vigilRunId ?? runId, reason);
     } catch (error) {
       // Not started yet: the abort above stops it before it starts.
       if (!(isVigilError(error) && error.code === 'RUN_NOT_FOUND')) throw error;

@@ -8,7 +8,7 @@ import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
 import { clientMetadata, pendingApprovals, resolveAssistant, liveRunningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
-import type { ProtocolRunManager } from './run-manager.js';
+import { CANCEL_REASONS, type ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
 
 type Json = Record<string, unknown>;
@@ -202,9 +202,9 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     }
     if (busy && strategy === 'interrupt') {
       // Cancel what holds or waits for the thread, on any instance; its messages so far stay (I14).
-      for (const other of runs.inFlightOn(thread.id)) await runs.cancel(userId, other.runId);
+      for (const other of runs.inFlightOn(thread.id)) await runs.cancel(userId, other.runId, CANCEL_REASONS.interrupted);
       const active = runs.activeRunOf(thread.id);
-      for (const running of new Set([active, elsewhere])) if (running !== undefined) await runs.cancel(userId, running);
+      for (const running of new Set([active, elsewhere])) if (running !== undefined) await runs.cancel(userId, running, CANCEL_REASONS.interrupted);
     }
     const run = decisions
       ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, decide: decide! })
@@ -221,7 +221,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
 
   async function stream(request: FastifyRequest, reply: FastifyReply, body: RunBody, threadId: string | null) {
     const { run, thread, modes } = await startRun(request, body, threadId);
-    const onDisconnect = body.on_disconnect === 'cancel' ? () => void runs.cancel(request.userId, run.runId) : undefined;
+    const onDisconnect = body.on_disconnect === 'cancel' ? () => void runs.cancel(request.userId, run.runId, CANCEL_REASONS.disconnected) : undefined;
     await writeFrames(request, reply, run.frames, { target: { threadId: thread.id, runId: run.runId }, modes, after: -1, heartbeatMs, ...(onDisconnect ? { onDisconnect } : {}) });
   }
 
@@ -319,7 +319,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         modes,
         after,
         heartbeatMs,
-        ...(cancelOnDisconnect ? { onDisconnect: () => void runs.cancel(userId, params.run_id) } : {}),
+        ...(cancelOnDisconnect ? { onDisconnect: () => void runs.cancel(userId, params.run_id, CANCEL_REASONS.disconnected) } : {}),
       });
     });
   };
