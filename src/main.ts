@@ -298,7 +298,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       awaitingApproval: (threadId) => approvalService.awaitingApproval(threadId),
     });
     await autonomy.attach();
-    const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger });
+    const plans = new PlanService({ storage, plans: planRepository, agents, coordinator, toolboxes, clock, logger, awaitingApproval: (threadId) => approvalService.awaitingApproval(threadId) });
     const planOverlord = new Overlord({
       jobs: jobQueue,
       plans: planRepository,

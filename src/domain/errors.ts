@@ -24,7 +24,7 @@ export const ERROR_CODES = {
   OUTBOUND_WEBHOOK_NOT_FOUND: { status: 404, description: "No outbound webhook with this id belongs to you and this agent." },
   APPROVAL_NOT_FOUND: { status: 404, description: 'No approval request with this id belongs to you.' },
   APPROVAL_ALREADY_DECIDED: { status: 409, description: 'The approval request was already decided (or expired, or superseded) differently; the first decision stands.' },
-  THREAD_AWAITING_APPROVAL: { status: 409, description: 'The thread waits for a decision on a tool call; autonomous runs on it are skipped until then.' },
+  THREAD_AWAITING_APPROVAL: { status: 409, description: 'The thread waits for a decision on a tool call; autonomous runs on it are skipped, and its plan is not resumed, until then.' },
   AGENT_EXISTS: { status: 409, description: 'An agent with this id already exists.' },
   PLAN_NOT_RESUMABLE: { status: 409, description: 'The plan is completed or superseded; there is nothing to resume.' },
   PLAN_BUSY: { status: 409, description: "A run is already working on the plan's thread; resume it when that run has ended." },

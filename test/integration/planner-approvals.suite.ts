@@ -174,6 +174,27 @@ export function plannerApprovalsSuite(backend: () => Backend, options: { slowMs:
     await server.services.overlord.disarm(threadId);
   });
 
+  it('I16: while a planner step waits for a decision, resuming its plan is refused (409 THREAD_AWAITING_APPROVAL) and asks nobody again; the decision carries the step on', async () => {
+    model = writeScript();
+    const { agentId, threadId } = await plannerThread({ approval: { memory_write: { attended: 'ask' } } });
+    const waiting = await say(threadId, 'Remember my trip');
+    expect(waiting.status).toBe('interrupted');
+    const plan = await planOf(threadId);
+    // Another user learns nothing of the plan (I12).
+    expect((await server.request('POST', `/api/plans/${plan.id}/resume`, { body: {}, token: BOB.token })).status).toBe(404);
+    const resume = await server.request('POST', `/api/plans/${plan.id}/resume`, { body: {} });
+    expect(resume.status, JSON.stringify(resume.body)).toBe(409);
+    expect(resume.body.error.code).toBe('THREAD_AWAITING_APPROVAL');
+    // Nothing started beside the waiting step, and its request is still the only one.
+    expect((await runs(threadId)).map((run) => run.id)).toEqual([waiting.id]);
+    const [pending, ...others] = await approvalsOf(threadId);
+    expect(others).toEqual([]);
+    const decided = await server.request('POST', `/api/approvals/${pending!.id}/decision`, { body: { decision: 'approve' } });
+    expect(decided.status).toBe(200);
+    expect(await resumedRun(threadId, waiting)).toMatchObject({ status: 'succeeded' });
+    expect(await memories(agentId)).toEqual(['The trip is booked']);
+  });
+
   it('I16: an unattended planner run (a scheduled task) follows the documented defaults: memory_write asks with no policy set; approved, it runs once', async () => {
     model = writeScript('Scheduled note');
     const { agentId, threadId } = await plannerThread({});

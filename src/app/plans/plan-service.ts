@@ -30,6 +30,8 @@ export class PlanService {
       toolboxes: ToolboxFactory;
       clock: Clock;
       logger: Logger;
+      /** Whether a step on the thread waits for a person's decision on a tool call (the approvals). */
+      awaitingApproval?: (threadId: string) => Promise<boolean>;
     },
   ) {}
 
@@ -58,7 +60,7 @@ export class PlanService {
    */
   async resume(userId: string, planId: string, options: { runId?: string; correlationId?: string; signal?: AbortSignal } = {}): Promise<RunOutcome> {
     const { plan, agent } = await this.resumable(userId, planId);
-    if (this.deps.coordinator.activeRunOf(plan.threadId)) throw new VigilError('PLAN_BUSY', `a run is working on the thread of plan "${planId}"`);
+    await this.assertThreadFree(plan);
     const context = this.runContext(plan, 'user', {}, options.correlationId, options.runId);
     const input = resumeMessage(plan, { trigger_type: 'user', trigger_reason: 'the person asked to resume the plan' });
     this.deps.logger.info({ planId, threadId: plan.threadId, runId: context.runId }, 'plan resume requested');
@@ -103,7 +105,20 @@ export class PlanService {
   /** The checks of `resume`, for a caller that must answer 404/409 before it starts streaming. */
   async assertResumable(userId: string, planId: string): Promise<void> {
     const { plan } = await this.resumable(userId, planId);
-    if (this.deps.coordinator.activeRunOf(plan.threadId)) throw new VigilError('PLAN_BUSY', `a run is working on the thread of plan "${planId}"`);
+    await this.assertThreadFree(plan);
+  }
+
+  /**
+   * Nothing else holds the plan's thread: no run on it (PLAN_BUSY), and no step of it waiting
+   * for a person's decision on a tool call (THREAD_AWAITING_APPROVAL) — the decision carries
+   * that step on; a resume beside it would start another step and leave the first one's
+   * requests to be decided for nothing.
+   */
+  private async assertThreadFree(plan: PlanRecord): Promise<void> {
+    if (this.deps.coordinator.activeRunOf(plan.threadId)) throw new VigilError('PLAN_BUSY', `a run is working on the thread of plan "${plan.id}"`);
+    if (await this.deps.awaitingApproval?.(plan.threadId)) {
+      throw new VigilError('THREAD_AWAITING_APPROVAL', `plan "${plan.id}" waits for a decision on a tool call (GET /api/approvals?status=pending); the decision carries it on`);
+    }
   }
 
   private async resumable(userId: string, planId: string) {
