@@ -495,7 +495,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await expect(server.services.conversations.runTriggered(ALICE.id, threadId, { trigger: 'webhook', input })).rejects.toMatchObject({ code: 'THREAD_AWAITING_APPROVAL' });
     expect(server.logs.some((line) => line.msg === 'a system-started run was skipped' && line.threadId === threadId)).toBe(true);
     // A real schedule fire on the waiting thread: recorded as skipped, with its reason; no run.
-    const at = new Date(Date.now() + 300).toISOString();
+    const at = new Date(Date.now() + 1_000).toISOString();
     const schedule = await server.request('POST', '/api/schedules', { body: { name: 'nightly', timing: { kind: 'at', at }, agentId, target: 'thread', threadId, task: 'Summarise the day' } });
     expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
     let fires: Json[] = [];

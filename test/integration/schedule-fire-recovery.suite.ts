@@ -120,7 +120,7 @@ export function scheduleFireRecoverySuite(backend: () => Backend): void {
     });
 
     it('I7, I8: a live fire delivered again is left alone (its delivery is retried later) and ends once, on its own', async () => {
-      const { threadId, schedule } = await scheduleOnThread(new Date(Date.now() + 200).toISOString());
+      const { threadId, schedule } = await scheduleOnThread(new Date(Date.now() + 1_000).toISOString());
       let running: Fire | undefined;
       await waitFor(async () => {
         running = (await firesOf(schedule.id)).find((fire) => fire.status === 'running' && fire.runId !== null && fire.threadId === threadId);

@@ -43,8 +43,32 @@ export function schedulesSuite(backend: () => Backend): void {
     expect((await server.request('GET', `/api/schedules/${id}`)).status).toBe(404);
   });
 
+  it('I11: a schedule that would never fire (a one-shot in the past, a cron that matches no date) is refused, created or switched on, and nothing is stored', async () => {
+    const before = (await server.request('GET', '/api/schedules')).body.schedules.length as number;
+    const past = await server.request('POST', '/api/schedules', { body: { name: 'x', task: 't', timing: { kind: 'at', at: '2001-01-01T00:00:00Z' } } });
+    expect(past.status).toBe(400);
+    expect(past.body.error).toMatchObject({ code: 'VALIDATION_FAILED' });
+    expect(past.body.error.message).toContain('not in the future');
+    const never = await server.request('POST', '/api/schedules', { body: { name: 'x', task: 't', timing: { kind: 'cron', cron: '0 0 31 2 *' } } });
+    expect(never.status).toBe(400);
+    expect(never.body.error.message).toContain('matches no date');
+    expect((await server.request('GET', '/api/schedules')).body.schedules).toHaveLength(before);
+    // Disabled, it may be kept as a draft; switched on, or given such a timing while on, it is refused and left as it was.
+    const draft = await server.request('POST', '/api/schedules', { body: { name: 'draft', task: 't', enabled: false, timing: { kind: 'at', at: '2001-01-01T00:00:00Z' } } });
+    expect(draft.status).toBe(201);
+    const switchedOn = await server.request('PATCH', `/api/schedules/${draft.body.id}`, { body: { enabled: true } });
+    expect(switchedOn.status).toBe(400);
+    expect((await server.request('GET', `/api/schedules/${draft.body.id}`)).body.enabled).toBe(false);
+    const live = await server.request('POST', '/api/schedules', { body: { name: 'live', task: 't', timing: { kind: 'at', at: inMs(3_600_000) } } });
+    expect((await server.request('PATCH', `/api/schedules/${live.body.id}`, { body: { timing: { kind: 'cron', cron: '0 0 30 2 *' } } })).status).toBe(400);
+    expect((await server.request('GET', `/api/schedules/${live.body.id}`)).body.timing.kind).toBe('at');
+    // Another user's schedule is not found before anything is checked (I12).
+    expect((await server.request('PATCH', `/api/schedules/${live.body.id}`, { token: BOB.token, body: { enabled: true } })).status).toBe(404);
+    for (const id of [draft.body.id, live.body.id]) expect((await server.request('DELETE', `/api/schedules/${id}`)).status).toBe(204);
+  });
+
   it('a one-shot fire runs once on a new thread with trigger cron and its meta; the task prompt stays internal', async () => {
-    const created = await server.request('POST', '/api/schedules', { body: { name: 'Reminder', task: 'Remind me to stretch', timing: { kind: 'at', at: inMs(300) } } });
+    const created = await server.request('POST', '/api/schedules', { body: { name: 'Reminder', task: 'Remind me to stretch', timing: { kind: 'at', at: inMs(1_000) } } });
     const id = created.body.id as string;
     let fires: Awaited<ReturnType<typeof firesOf>> = [];
     for (let attempt = 0; attempt < 150 && !fires.some((fire) => fire.status === 'succeeded'); attempt++) {

@@ -40,6 +40,7 @@ export class ScheduleService {
   ) {}
 
   async create(userId: string, input: CreateScheduleInput): Promise<ScheduleRecord> {
+    if (input.enabled) this.assertWillFire(input.timing);
     const agent = input.agentId ? await this.agents.get(userId, input.agentId) : await this.agents.getOrCreateDefault(userId);
     let threadId: string | null = null;
     if (input.target === 'thread') {
@@ -78,12 +79,23 @@ export class ScheduleService {
   }
 
   async update(userId: string, id: string, changes: UpdateScheduleInput): Promise<ScheduleRecord> {
-    await this.get(userId, id);
+    const current = await this.get(userId, id);
+    // Only a change of timing or a switch on is checked: a one-shot that has fired keeps its past instant, and may be renamed.
+    if ((changes.timing !== undefined || changes.enabled === true) && (changes.enabled ?? current.enabled)) this.assertWillFire(changes.timing ?? current.timing);
     const updated = await this.schedules.update(userId, id, changes, this.clock.now().toISOString());
     if (!updated) throw new VigilError('SCHEDULE_NOT_FOUND', `no schedule "${id}"`);
     // A job armed before the change carries the old version and is ignored when it comes due.
     if (updated.enabled) await this.arm(updated, this.clock.now());
     return updated;
+  }
+
+  /** An enabled schedule whose timing has no fire after now would never run (nor record a missed fire): refused, nothing stored. */
+  private assertWillFire(timing: ScheduleTiming): void {
+    if (nextFireAfter(timing, this.clock.now())) return;
+    throw new VigilError(
+      'VALIDATION_FAILED',
+      timing.kind === 'at' ? `timing.at ${timing.at} is not in the future: the schedule would never fire` : `timing.cron "${timing.cron}" matches no date from now on: the schedule would never fire`,
+    );
   }
 
   async delete(userId: string, id: string): Promise<void> {
