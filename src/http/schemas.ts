@@ -14,10 +14,15 @@ import { recordedEnvelope } from '../domain/envelope/envelope-visibility.js';
  * can never smuggle message metadata (additional_kwargs, synthetic, …) into a thread.
  */
 const textBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) }).strict();
+/** What a provider can fetch or read inline: an http(s) URL or a data: URL; never file:, javascript: or a relative path. */
+const imageUrl = z
+  .string()
+  .min(1)
+  .refine((value) => /^(https?:\/\/[^\s]+|data:[^\s]*)$/i.test(value), 'must be an http(s) URL or a data: URL');
 const imageBlock = z
   .object({
     type: z.literal('image_url'),
-    image_url: z.union([z.string().min(1), z.object({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }).strict()]),
+    image_url: z.union([imageUrl, z.object({ url: imageUrl, detail: z.enum(['auto', 'low', 'high']).optional() }).strict()]),
   })
   .strict();
 export const messageContentSchema = z.union([

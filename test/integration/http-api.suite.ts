@@ -95,6 +95,20 @@ export function httpApiSuite(backend: () => Backend): void {
       expect(list.body.threads.find((item: { id: string }) => item.id === thread.id)).toMatchObject({ messageCount: 2 });
     });
 
+    it('I11: an image whose URL is not http(s) or data: (a local file, a script, a relative path) is refused with 400 and nothing is stored', async () => {
+      const thread = await newThread();
+      for (const url of ['file:///etc/passwd', 'javascript:alert(1)', 'images/cat.png']) {
+        for (const block of [{ type: 'image_url', image_url: url }, { type: 'image_url', image_url: { url } }]) {
+          const response = await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: [{ type: 'text', text: 'look' }, block] } });
+          expect(response.status, url).toBe(400);
+          expect(response.body.error.code).toBe('VALIDATION_FAILED');
+        }
+      }
+      expect((await server.request('GET', `/api/threads/${thread.id}/history`)).body.messages).toEqual([]);
+      const https = await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: [{ type: 'image_url', image_url: 'https://example.com/cat.png' }] } });
+      expect(https.status).toBe(200);
+    });
+
     it('recalls memories into the model call only, never into saved history', async () => {
       const thread = await newThread();
       const memory = await server.request('POST', '/api/agents/default/memories', { body: { content: 'Alice is allergic to peanuts' } });
