@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { HttpDependencies } from './http-dependencies.js';
 import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
 import { containsNul } from './nul-characters.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { VigilError } from '../domain/errors.js';
 import { agentRoutes } from './routes/agent-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
@@ -49,6 +50,20 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
 
   // JSON only: a text/plain body is refused with 415 instead of reaching a schema as a string.
   app.removeContentTypeParser('text/plain');
+  // Fastify's own JSON parsing (empty body, malformed JSON, __proto__ and constructor refused),
+  // then the nesting bound, for every route at once: a body nested too deep is refused here,
+  // before any handler has written part of it (json-depth.ts).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (error, parsed) => {
+      if (error) return done(error, undefined);
+      if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) {
+        return done(new VigilError('VALIDATION_FAILED', `the JSON body is nested more than ${MAX_JSON_DEPTH} levels deep (objects and arrays)`), undefined);
+      }
+      done(null, parsed);
+    });
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);

@@ -84,6 +84,59 @@ export function badInputSuite(backend: () => Backend): void {
       expect(second.status).toBe(200);
     });
 
+    describe('I11: a JSON body nested deeper than 64 levels is refused at the door', () => {
+      /** JSON text `levels` arrays deep, written as text: what a client sends, whatever built it. */
+      const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+      const deep = nested(5000);
+      const send = (method: string, path: string, json: string) => server.request(method, path, { rawBody: json, headers: { 'content-type': 'application/json' } });
+      const expectRefused = (answer: { status: number; body: any }, what: string) => {
+        expect(answer.status, `${what}: ${JSON.stringify(answer.body)}`).toBe(400);
+        expect(answer.body.error.code, what).toBe('VALIDATION_FAILED');
+        expect(answer.body.error.message, what).toContain('64');
+      };
+      const threadIds = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as Json[]).map((thread) => thread.id as string).sort();
+
+      it('on every route family: 400 VALIDATION_FAILED, nothing created or changed, no model called', async () => {
+        const existing = (await server.request('POST', '/threads', { body: { metadata: { kept: 'yes' } } })).body;
+        const threadsBefore = await threadIds();
+        const calls = model.calls.length;
+
+        expectRefused(await send('POST', '/threads', `{"thread_id":"deep-thread","metadata":{"a":${deep}}}`), 'POST /threads');
+        expectRefused(await send('PATCH', `/threads/${existing.thread_id}`, `{"metadata":{"a":${deep}}}`), 'PATCH /threads/{id}');
+        expectRefused(await send('POST', '/assistants', `{"graph_id":"chat","assistant_id":"deep-assistant","metadata":{"a":${deep}}}`), 'POST /assistants');
+        expectRefused(await send('POST', '/runs/wait', `{"assistant_id":"default","input":{"messages":[{"type":"human","content":"hi"}]},"metadata":{"a":${deep}}}`), 'POST /runs/wait');
+        expectRefused(await send('POST', '/threads/search', `{"metadata":{"a":${deep}}}`), 'POST /threads/search');
+        expectRefused(await send('POST', '/api/agents', `{"id":"deep-agent","name":"n","tools":${deep}}`), 'POST /api/agents');
+        expectRefused(await send('POST', `/api/threads/${existing.thread_id}/messages`, `{"content":${deep}}`), 'POST /api/threads/{id}/messages');
+        // A body that is nothing but nesting, with no object at the top.
+        expectRefused(await send('POST', '/threads/search', deep), 'a bare deep array');
+
+        expect((await server.request('GET', '/threads/deep-thread')).status).toBe(404);
+        expect((await server.request('GET', `/threads/${existing.thread_id}`)).body.metadata).toMatchObject({ kept: 'yes' });
+        expect((await server.request('GET', '/assistants/deep-assistant')).status).toBe(404);
+        expect((await server.request('GET', '/api/agents/deep-agent')).status).toBe(404);
+        expect(await threadIds()).toEqual(threadsBefore);
+        expect(model.calls.length).toBe(calls);
+      });
+
+      it('64 levels are accepted, 65 are not', async () => {
+        // The body is level 1, metadata level 2: 62 arrays inside it make 64.
+        const atBound = await send('POST', '/threads', `{"thread_id":"deep-64","metadata":{"a":${nested(62)}}}`);
+        expect(atBound.status, JSON.stringify(atBound.body)).toBe(200);
+        expect((await server.request('GET', '/threads/deep-64')).body.metadata.a).toEqual(JSON.parse(nested(62)));
+        expectRefused(await send('POST', '/threads', `{"thread_id":"deep-65","metadata":{"a":${nested(63)}}}`), '65 levels');
+        expect((await server.request('GET', '/threads/deep-65')).status).toBe(404);
+        // Deep-looking text inside a string is not nesting.
+        const inString = await send('POST', '/threads', `{"thread_id":"deep-text","metadata":{"a":${JSON.stringify(deep)}}}`);
+        expect(inString.status, JSON.stringify(inString.body)).toBe(200);
+        // The parser is still Fastify's underneath: a prototype key and broken JSON are refused as before.
+        const poisoned = await send('POST', '/threads', '{"thread_id":"deep-proto","metadata":{"__proto__":{"x":1}}}');
+        expect([poisoned.status, poisoned.body.error.code]).toEqual([400, 'MALFORMED_JSON']);
+        expect((await send('POST', '/threads', '{"thread_id":')).body.error.code).toBe('MALFORMED_JSON');
+        expect((await server.request('GET', '/threads/deep-proto')).status).toBe(404);
+      });
+    });
+
     describe('I11: a refused LangGraph run writes nothing', () => {
       const input = { messages: [{ type: 'human', content: 'hi' }] };
       const threadIds = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as Json[]).map((thread) => thread.id as string).sort();
