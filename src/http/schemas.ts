@@ -30,7 +30,16 @@ export const messageContentSchema = z.union([
   z.array(z.discriminatedUnion('type', [textBlock, imageBlock])).min(1).max(32),
 ]);
 
-export const idParam = z.string().min(1).max(128);
+/** The longest id a route takes: vigil's own are UUIDs, a LangGraph client may name its threads. */
+export const ID_MAX_LENGTH = 128;
+/**
+ * The longest path parameter any route takes: an id, or a LangGraph checkpoint id (200).
+ * The router refuses a longer one before any schema sees it (Fastify's maxParamLength,
+ * counted in decoded characters like the schemas' bounds), so it must not be below any of
+ * them; the API document test holds every path parameter to it.
+ */
+export const PATH_PARAM_MAX_LENGTH = 200;
+export const idParam = z.string().min(1).max(ID_MAX_LENGTH);
 export const agentIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, _ and -, at most 64');
 const modelSpec = z.string().regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
 const limit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);

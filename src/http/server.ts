@@ -11,6 +11,7 @@ import type { HttpDependencies } from './http-dependencies.js';
 import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
 import { containsNul } from './nul-characters.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
+import { PATH_PARAM_MAX_LENGTH } from './schemas.js';
 import { VigilError } from '../domain/errors.js';
 import { agentRoutes } from './routes/agent-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
@@ -40,6 +41,9 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.bodyLimit,
+    // Fastify's default (100) is below the ids routes accept: a thread named with 120
+    // characters could be created but never read or deleted again.
+    routerOptions: { maxParamLength: PATH_PARAM_MAX_LENGTH },
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();

@@ -137,6 +137,30 @@ export function badInputSuite(backend: () => Backend): void {
       });
     });
 
+    it('a thread named with the longest id the API accepts (128 characters) can be read, changed and deleted', async () => {
+      // Counted in characters, as the schemas count: 128 of them are 256 bytes, 768 characters once percent-encoded.
+      for (const id of [`long-${'x'.repeat(123)}`, 'é'.repeat(128)]) {
+        const path = `/threads/${encodeURIComponent(id)}`;
+        const created = await server.request('POST', '/threads', { body: { thread_id: id } });
+        expect(created.status, JSON.stringify(created.body)).toBe(200);
+        const read = await server.request('GET', path);
+        expect(read.status, JSON.stringify(read.body)).toBe(200);
+        expect(read.body.thread_id).toBe(id);
+        expect((await server.request('GET', `/api/threads/${encodeURIComponent(id)}`)).body.id).toBe(id);
+        expect((await server.request('PATCH', path, { body: { metadata: { seen: true } } })).body.metadata.seen).toBe(true);
+        // A checkpoint id may be longer still (200): the route answers it, the router does not.
+        const checkpoint = await server.request('GET', `${path}/state/${'c'.repeat(200)}`);
+        expect(checkpoint.body.error.message).toContain(`no checkpoint "${'c'.repeat(200)}"`);
+        expect((await server.request('GET', path, { token: BOB.token })).status).toBe(404);
+        const deleted = await server.request('DELETE', path);
+        expect(deleted.status, JSON.stringify(deleted.body)).toBe(204);
+        expect((await server.request('GET', path)).status).toBe(404);
+      }
+      // One character more is the schema's refusal, in the envelope, like any bad id.
+      const tooLong = await server.request('GET', `/threads/${'x'.repeat(129)}`);
+      expect([tooLong.status, tooLong.body.error.code]).toEqual([400, 'VALIDATION_FAILED']);
+    });
+
     describe('I11: a refused LangGraph run writes nothing', () => {
       const input = { messages: [{ type: 'human', content: 'hi' }] };
       const threadIds = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as Json[]).map((thread) => thread.id as string).sort();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
-import { errorBody } from '../../src/http/schemas.js';
+import { errorBody, PATH_PARAM_MAX_LENGTH } from '../../src/http/schemas.js';
 import { OPERATIONS } from '../../src/http/openapi-operations.js';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 
@@ -43,6 +43,19 @@ describe('the API document', () => {
     }
     const ids = operations().map(({ operation }) => operation.operationId);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('bounds every path parameter, none beyond what the router lets through (maxParamLength)', () => {
+    const bounds = operations().flatMap(({ key, operation }) =>
+      ((operation.parameters ?? []) as Json[]).filter((parameter) => parameter.in === 'path').map((parameter) => ({ key, name: parameter.name, maxLength: parameter.schema?.maxLength })),
+    );
+    expect(bounds.length).toBeGreaterThan(0);
+    for (const { key, name, maxLength } of bounds) {
+      expect(maxLength, `${key} {${name}}`).toEqual(expect.any(Number));
+      expect(maxLength, `${key} {${name}}`).toBeLessThanOrEqual(PATH_PARAM_MAX_LENGTH);
+    }
+    // The bound is no larger than it needs to be: the longest parameter reaches it.
+    expect(Math.max(...bounds.map((bound) => bound.maxLength))).toBe(PATH_PARAM_MAX_LENGTH);
   });
 
   it('says /healthz and /readyz need no auth, and describes streaming responses', () => {
