@@ -6,14 +6,10 @@ import type { FastifyInstance } from 'fastify';
  * Access-Control-Request-Method) from an allowed origin answers 204 with what it may send.
  */
 export function registerCors(app: FastifyInstance, origins: readonly string[]): void {
-  const any = origins.includes('*');
-  const allowed = (origin: string | undefined): origin is string => origin !== undefined && (any || origins.includes(origin));
   app.addHook('onRequest', (request, reply, done) => {
-    const origin = request.headers.origin;
-    if (!allowed(origin)) return done();
-    void reply.header('access-control-allow-origin', any ? '*' : origin);
-    if (!any) void reply.header('vary', 'Origin');
-    void reply.header('access-control-expose-headers', 'content-location, location, x-request-id, x-pagination-next');
+    const headers = corsHeaders(origins, request.headers.origin);
+    if (Object.keys(headers).length === 0) return done();
+    void reply.headers(headers);
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
       void reply
         .header('access-control-allow-methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS')
@@ -25,4 +21,18 @@ export function registerCors(app: FastifyInstance, origins: readonly string[]): 
     }
     done();
   });
+}
+
+/**
+ * The CORS headers an answer to `origin` carries: none unless the origin is allowed. Also
+ * for answers given before any hook runs (the router's refusals, server.ts).
+ */
+export function corsHeaders(origins: readonly string[], origin: string | undefined): Record<string, string> {
+  const any = origins.includes('*');
+  if (origin === undefined || !(any || origins.includes(origin))) return {};
+  return {
+    'access-control-allow-origin': any ? '*' : origin,
+    ...(any ? {} : { vary: 'Origin' }),
+    'access-control-expose-headers': 'content-location, location, x-request-id, x-pagination-next',
+  };
 }

@@ -10,6 +10,9 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'VALIDATION_FAILED',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_VALIDATION: 'VALIDATION_FAILED',
+  // The router's refusals (server.ts, frameworkErrors): a path no route can take.
+  FST_ERR_BAD_URL: 'VALIDATION_FAILED',
+  FST_ERR_MAX_PARAM_LENGTH: 'VALIDATION_FAILED',
 };
 
 export function toVigilError(error: unknown): VigilError {

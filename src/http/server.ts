@@ -28,7 +28,7 @@ import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
 import { registerWebSocket } from './websocket.js';
 import { langgraphRoutes } from './langgraph/index.js';
-import { registerCors } from './cors.js';
+import { corsHeaders, registerCors } from './cors.js';
 import { packageInfo } from '../package-info.js';
 import { isWebAppPath, registerWebApp } from './web-app.js';
 
@@ -44,6 +44,21 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
     // Fastify's default (100) is below the ids routes accept: a thread named with 120
     // characters could be created but never read or deleted again.
     routerOptions: { maxParamLength: PATH_PARAM_MAX_LENGTH },
+    // The router's own refusals, before any route or hook (so before the token is checked:
+    // they hold nothing but the refusal), in the envelope like every other error instead of
+    // Fastify's body: a path parameter longer than any route takes (Fastify's 414, here the
+    // 400 VALIDATION_FAILED a 129-character id gets from its schema) or broken
+    // percent-encoding (FST_ERR_BAD_URL).
+    frameworkErrors: (error, request, reply) => {
+      void reply.headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', ...corsHeaders(deps.corsOrigins ?? [], request.headers.origin) });
+      const refusal =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new VigilError('VALIDATION_FAILED', `a path parameter is longer than ${PATH_PARAM_MAX_LENGTH} characters`, { cause: error })
+          : error.code === 'FST_ERR_BAD_URL'
+            ? new VigilError('VALIDATION_FAILED', 'the path is not valid percent-encoding', { cause: error })
+            : error;
+      errorHandler(refusal, request, reply);
+    },
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();

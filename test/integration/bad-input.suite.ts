@@ -161,6 +161,24 @@ export function badInputSuite(backend: () => Backend): void {
       expect([tooLong.status, tooLong.body.error.code]).toEqual([400, 'VALIDATION_FAILED']);
     });
 
+    it("the router's own refusals answer in the envelope: a path parameter longer than any route takes, broken percent-encoding", async () => {
+      for (const [path, token] of [
+        [`/api/threads/${'x'.repeat(1000)}`, undefined],
+        [`/threads/${'x'.repeat(201)}`, undefined],
+        ['/api/threads/%FF', undefined],
+        ['/threads/%E0%A4%A', undefined],
+        // Before the token is checked: the answer holds nothing but the refusal.
+        ['/api/threads/%FF', ''],
+      ] as const) {
+        const answer = await server.request('GET', path, token === undefined ? {} : { token });
+        const what = `${path.slice(0, 40)}: ${answer.status} ${answer.text.slice(0, 160)}`;
+        expect(answer.status, what).toBe(400);
+        expect(answer.body, what).toEqual({ error: { code: 'VALIDATION_FAILED', message: expect.any(String) } });
+        expect(answer.headers.get('content-type'), what).toMatch(/^application\/json/);
+        expect(answer.headers.get('x-request-id'), what).toBeTruthy();
+      }
+    });
+
     describe('I11: a refused LangGraph run writes nothing', () => {
       const input = { messages: [{ type: 'human', content: 'hi' }] };
       const threadIds = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as Json[]).map((thread) => thread.id as string).sort();

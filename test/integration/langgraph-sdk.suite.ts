@@ -129,6 +129,11 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(preflight.headers.get('access-control-allow-headers')).toContain('x-api-key');
       const other = await fetch(`${server.url}/ok`, { headers: { origin: 'http://evil.example' } });
       expect(other.headers.get('access-control-allow-origin')).toBeNull();
+      // The router's own refusal comes before any hook; the page can still read it.
+      const refused = await fetch(`${server.url}/threads/%FF`, { headers: { origin: 'http://ui.example' } });
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get('access-control-allow-origin')).toBe('http://ui.example');
+      expect(((await refused.json()) as Json).error.code).toBe('VALIDATION_FAILED');
     });
   });
 
