@@ -42,7 +42,8 @@ export const PATH_PARAM_MAX_LENGTH = 200;
 export const idParam = z.string().min(1).max(ID_MAX_LENGTH);
 export const agentIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, _ and -, at most 64');
 const modelSpec = z.string().regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
-const limit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);
+/** A list's `?limit`: a whole number from 1 to `max`, `fallback` when absent. */
+export const listLimit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);
 
 export const createAgentBody = z
   .object({
@@ -77,14 +78,14 @@ export const updateThreadBody = z.object({ title: z.string().trim().min(1).max(2
 export const threadParams = z.object({ threadId: idParam }).strict();
 export const runParams = z.object({ runId: idParam }).strict();
 export const memoryParams = z.object({ memoryId: idParam }).strict();
-export const listThreadsQuery = z.object({ limit: limit(20, 100), cursor: z.string().max(512).optional() }).strict();
+export const listThreadsQuery = z.object({ limit: listLimit(20, 100), cursor: z.string().max(512).optional() }).strict();
 export const historyQuery = z
-  .object({ limit: limit(50, 200), cursor: z.string().max(512).optional(), include: z.enum(['internal']).optional() })
+  .object({ limit: listLimit(50, 200), cursor: z.string().max(512).optional(), include: z.enum(['internal']).optional() })
   .strict();
-export const listRunsQuery = z.object({ limit: limit(20, 100) }).strict();
+export const listRunsQuery = z.object({ limit: listLimit(20, 100) }).strict();
 export const sendMessageBody = z.object({ content: messageContentSchema }).strict();
 export const createMemoryBody = z.object({ content: z.string().trim().min(1).max(10_000) }).strict();
-export const listMemoriesQuery = z.object({ q: z.string().trim().min(1).max(1000).optional(), limit: limit(20, 100) }).strict();
+export const listMemoriesQuery = z.object({ q: z.string().trim().min(1).max(1000).optional(), limit: listLimit(20, 100) }).strict();
 
 // ---------- responses ----------
 export const errorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) });

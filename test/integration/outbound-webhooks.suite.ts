@@ -141,6 +141,30 @@ export function outboundWebhooksSuite(backend: () => Backend, options: { slowMs:
     expect(payload).toMatchObject({ type: 'run.completed', data: { runId, threadId, trigger: 'autonomy', status: 'failed', reason: 'its process ended before the run recorded its end', reply: null } });
   });
 
+  it('deliveries take ?limit like every list (1 to 100): -1, 0, 101, abc or an unknown parameter is 400 VALIDATION_FAILED; another user gets 404', async () => {
+    model.reset();
+    model.respondWith(() => ({ text: 'Report sent.' }));
+    const agentId = await agentWith();
+    const created = await server.request('POST', `/api/agents/${agentId}/webhooks`, { body: { url: `${receiverUrl}/limit-${randomUUID().slice(0, 6)}`, events: ['run.completed'] } });
+    const deliveries = `/api/agents/${agentId}/webhooks/${created.body.id}/deliveries`;
+    for (const query of ['limit=-1', 'limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'bogus=1']) {
+      const refused = await server.request('GET', `${deliveries}?${query}`);
+      expect(refused.status, `${query}: ${refused.text}`).toBe(400);
+      expect(refused.body.error.code, query).toBe('VALIDATION_FAILED');
+    }
+    for (const task of ['first report', 'second report']) {
+      const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id;
+      await server.services.conversations.runTriggered(ALICE.id, threadId, { trigger: 'cron', input: new HumanMessage({ content: task, additional_kwargs: { synthetic: true, trigger_type: 'cron' } }) });
+    }
+    await waitFor(async () => (await server.request('GET', deliveries)).body.deliveries.length === 2, waitLong, 'both deliveries recorded');
+    const one = await server.request('GET', `${deliveries}?limit=1`);
+    expect(one.status).toBe(200);
+    expect(one.body.deliveries).toHaveLength(1);
+    expect((await server.request('GET', `${deliveries}?limit=100`)).body.deliveries).toHaveLength(2);
+    const foreign = await server.request('GET', `${deliveries}?limit=1`, { token: BOB.token });
+    expect([foreign.status, foreign.body.error.code]).toEqual([404, 'OUTBOUND_WEBHOOK_NOT_FOUND']);
+  });
+
   it('I11, I12: loopback and private addresses are refused by default; another user cannot subscribe to the agent', async () => {
     const strict = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl } });
     try {

@@ -3,9 +3,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { OutboundWebhookRecord } from '../../app/outbound/outbound-ports.js';
 import type { OutboundWebhookService } from '../../app/outbound/outbound-webhook-service.js';
 import { OUTBOUND_EVENT_TYPES } from '../../domain/outbound/address-policy.js';
-import { agentParams, errorBody, idParam } from '../schemas.js';
+import { agentParams, errorBody, idParam, listLimit } from '../schemas.js';
 
 const webhookParams = z.object({ agentId: idParam, webhookId: idParam }).strict();
+/** Newest first; 100 unless asked for fewer (all the route gave before it took a limit). */
+const listDeliveriesQuery = z.object({ limit: listLimit(100, 100) }).strict();
 const createBody = z.object({ url: z.string().url().max(2000), events: z.array(z.enum(OUTBOUND_EVENT_TYPES)).min(1).max(OUTBOUND_EVENT_TYPES.length) }).strict();
 const webhookDto = z.object({
   id: z.string(),
@@ -50,9 +52,9 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): Fastify
     });
     app.get(
       '/api/agents/:agentId/webhooks/:webhookId/deliveries',
-      { schema: { tags: ['webhooks'], params: webhookParams, response: { 200: z.object({ deliveries: z.array(deliveryDto) }), 404: errorBody } } },
+      { schema: { tags: ['webhooks'], params: webhookParams, querystring: listDeliveriesQuery, response: { 200: z.object({ deliveries: z.array(deliveryDto) }), 404: errorBody } } },
       async (request) => ({
-        deliveries: (await webhooks.deliveries(request.userId, request.params.agentId, request.params.webhookId, 100)).map((delivery) => ({
+        deliveries: (await webhooks.deliveries(request.userId, request.params.agentId, request.params.webhookId, request.query.limit)).map((delivery) => ({
           id: delivery.id,
           eventType: delivery.eventType,
           status: delivery.status,
