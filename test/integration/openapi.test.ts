@@ -11,6 +11,7 @@ describe('the API document', () => {
   let document: Json;
   beforeAll(async () => {
     server = await startTestServer({ kind: 'sqlite' });
+    // Public although the server has auth tokens: it holds no user data (README, API).
     const response = await server.request('GET', '/api/openapi.json', { token: '' });
     expect(response.status).toBe(200);
     document = response.body;
