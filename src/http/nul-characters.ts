@@ -12,7 +12,9 @@ export function containsNul(value: unknown): boolean {
     if (typeof current === 'string') {
       if (current.includes('\u0000')) return true;
     } else if (Array.isArray(current)) {
-      pending.push(...current);
+      // One push per item: spreading a long array into push's arguments overflows the stack
+      // (RangeError past roughly 120,000 items, well within the body limit).
+      for (const item of current) pending.push(item);
     } else if (typeof current === 'object' && current !== null) {
       for (const [key, item] of Object.entries(current)) {
         if (key.includes('\u0000')) return true;

@@ -161,6 +161,16 @@ export function badInputSuite(backend: () => Backend): void {
       expect([tooLong.status, tooLong.body.error.code]).toEqual([400, 'VALIDATION_FAILED']);
     });
 
+    it('a wide body (200,000 items in one array) is checked for U+0000 like any other, not a 500', async () => {
+      const items = new Array(200_000).fill('0');
+      const send = (json: string) => server.request('POST', '/threads/search', { rawBody: json, headers: { 'content-type': 'application/json' } });
+      const searched = await send(`{"metadata":{"a":[${items.join(',')}]}}`);
+      expect(searched.status, searched.text.slice(0, 200)).toBe(200);
+      items[items.length - 1] = '"\\u0000"';
+      const refused = await send(`{"metadata":{"a":[${items.join(',')}]}}`);
+      expect([refused.status, refused.body.error.code]).toEqual([400, 'VALIDATION_FAILED']);
+    });
+
     it("the router's own refusals answer in the envelope: a path parameter longer than any route takes, broken percent-encoding", async () => {
       for (const [path, token] of [
         [`/api/threads/${'x'.repeat(1000)}`, undefined],
