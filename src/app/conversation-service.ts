@@ -7,7 +7,7 @@ import { isRealUserMessage } from '../domain/message-metadata.js';
 import type { RunContext } from '../domain/run-context.js';
 import type { AgentService } from './agent-service.js';
 import type { Admission, RunCoordinator, RunDeclined, RunOutcome } from './run-coordinator.js';
-import type { Clock, MessagePage, RunRecord, Storage, ThreadPage, ThreadRecord } from './ports.js';
+import type { AlsoWithinThread, Clock, MessagePage, RunRecord, Storage, ThreadPage, ThreadRecord } from './ports.js';
 import type { RunCancellations } from './runs/run-cancellation.js';
 
 /** A thread runs one run at a time (I8): one still running is among its newest records. */
@@ -63,10 +63,14 @@ export class ConversationService {
     private readonly logger: Logger,
   ) {}
 
-  /** `id`: chosen by a client (the LangGraph protocol lets it); otherwise a new UUID. */
-  async createThread(userId: string, input: { agentId?: string | undefined; title?: string | undefined; id?: string | undefined }): Promise<ThreadRecord> {
+  /**
+   * `id`: chosen by a client (the LangGraph protocol lets it); otherwise a new UUID.
+   * `alsoWithin`: what is written beside the thread (the protocol's metadata, its first
+   * run's row), in the same transaction: should it fail, no thread is left (I11).
+   */
+  async createThread(userId: string, input: { agentId?: string | undefined; title?: string | undefined; id?: string | undefined; alsoWithin?: AlsoWithinThread | undefined }): Promise<ThreadRecord> {
     const agent = input.agentId ? await this.agents.get(userId, input.agentId) : await this.agents.getOrCreateDefault(userId);
-    return this.storage.threads.create({ id: input.id ?? randomUUID(), userId, agentId: agent.id, title: input.title ?? null }, this.clock.now().toISOString());
+    return this.storage.threads.create({ id: input.id ?? randomUUID(), userId, agentId: agent.id, title: input.title ?? null }, this.clock.now().toISOString(), input.alsoWithin);
   }
 
   /** Register a hook run on receipt of every person's message (autonomy cancels the thread's timers there, I6). */

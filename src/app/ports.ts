@@ -8,6 +8,7 @@ import type { Visibility } from '../domain/message-metadata.js';
 import type { RunStatus, RunTrigger } from '../domain/run-context.js';
 import type { VigilEvent } from '../domain/events.js';
 import type { ModelInputRecord } from '../domain/context/context-report.js';
+import type { StorageTransaction } from './job-queue.js';
 
 export type Iso = string; // ISO 8601 UTC timestamp
 
@@ -110,8 +111,12 @@ export interface HistoryOptions {
   fromSeq?: number | undefined;
 }
 
+/** What is written beside a new thread, in the transaction that inserts it: both are made, or neither. */
+export type AlsoWithinThread = (transaction: StorageTransaction, thread: ThreadRecord) => Promise<void>;
+
 export interface ThreadRepository {
-  create(thread: NewThread, now: Iso): Promise<ThreadRecord>;
+  /** With `alsoWithin`: its writes commit with the thread, and its failure leaves no thread. */
+  create(thread: NewThread, now: Iso, alsoWithin?: AlsoWithinThread): Promise<ThreadRecord>;
   /** Only the owner's thread: another user's id answers undefined (I12). */
   get(userId: string, threadId: string): Promise<ThreadRecord | undefined>;
   /** Indexed by user, newest activity first; never a scan of checkpoints. */

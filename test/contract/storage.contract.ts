@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewAgent, NewRun, NewStoredMessage, Storage, StoredMessage } from '../../src/app/ports.js';
 import { SqlHookRepository } from '../../src/adapters/sql/hook-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { SqlProtocolStore } from '../../src/adapters/sql/protocol-repository.js';
+import { newRunRecord } from '../../src/app/langgraph/protocol-store.js';
 
 /** A fixed clock: minute `m` after a base instant, as toISOString() text. */
 function at(minute: number, second = 0): string {
@@ -145,6 +147,30 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         });
         expect(await storage.threads.get(userId, thread.id)).toEqual(thread);
         expect(await storage.threads.get(userId, randomUUID())).toBeUndefined();
+      });
+
+      it('I11: a thread made with what is written beside it (the protocol\'s metadata and first run) is made with it or not at all', async () => {
+        const protocol = new SqlProtocolStore((storage as unknown as SqlStorage).context);
+        const userId = randomUUID();
+        const id = randomUUID();
+        const thread = { id, userId, agentId: 'agent', title: null };
+        const failed = storage.threads.create(thread, at(1), async (within, made) => {
+          await protocol.setThreadMetadata(userId, made.id, { kept: 'no' }, at(1), { within });
+          throw new Error('the run row could not be written');
+        });
+        await expect(failed).rejects.toThrow('the run row could not be written');
+        expect(await storage.threads.get(userId, id)).toBeUndefined();
+        expect(await protocol.threadMetadataOf(userId)).toEqual(new Map());
+        // The id is free: made again, with what goes beside it.
+        const made = await storage.threads.create(thread, at(2), async (within, created) => {
+          await protocol.setThreadMetadata(userId, created.id, { kept: 'yes' }, at(2), { within });
+          await protocol.createRun(newRunRecord({ runId: randomUUID(), userId, threadId: created.id, agentId: 'agent', metadata: {}, multitaskStrategy: 'reject' }), { within });
+        });
+        expect(await storage.threads.get(userId, id)).toEqual(made);
+        expect(await protocol.threadMetadata(userId, id)).toEqual({ kept: 'yes' });
+        expect(await protocol.listRuns(userId, id, { limit: 10, offset: 0 })).toHaveLength(1);
+        // Another user sees none of it.
+        expect(await protocol.threadMetadata(randomUUID(), id)).toEqual({});
       });
 
       it('lists newest activity first, paging with an opaque cursor', async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecordingModel } from '../helpers/recording-model.js';
 import { BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
@@ -192,6 +193,38 @@ export function badInputSuite(backend: () => Backend): void {
     describe('I11: a refused LangGraph run writes nothing', () => {
       const input = { messages: [{ type: 'human', content: 'hi' }] };
       const threadIds = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as Json[]).map((thread) => thread.id as string).sort();
+      // Metadata nested deeper than the store can encode it (JSON.stringify recurses): the
+      // request fails after the thread would have been made (a 500; a 400 where the body
+      // parser bounds nesting). Either way the thread is made with it or not at all.
+      const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+      const raw = (fields: string) => ({ rawBody: `{${fields}}`, headers: { 'content-type': 'application/json' } });
+
+      it('POST /threads whose metadata cannot be stored leaves no thread: the same id is then made (not 409), and stays invisible to another user', async () => {
+        const threadId = randomUUID();
+        const failed = await server.request('POST', '/threads', raw(`"thread_id":"${threadId}","metadata":${deep(20_000)}`));
+        expect(failed.status).not.toBe(200);
+        expect((await server.request('GET', `/threads/${threadId}`)).status).toBe(404);
+        const made = await server.request('POST', '/threads', { body: { thread_id: threadId, metadata: { kept: 'yes' } } });
+        expect(made.status).toBe(200);
+        expect(made.body.metadata).toMatchObject({ kept: 'yes' });
+        expect((await server.request('GET', `/threads/${threadId}`, { token: BOB.token })).status).toBe(404);
+      });
+
+      it('a run that makes its thread (stateless, or if_not_exists=create) and cannot be recorded leaves no thread', async () => {
+        const before = await threadIds();
+        const message = JSON.stringify(input);
+        const stateless = await server.request('POST', '/runs/wait', raw(`"assistant_id":"agent","input":${message},"metadata":${deep(20_000)}`));
+        expect(stateless.status).not.toBe(200);
+        const threadId = randomUUID();
+        const onThread = await server.request('POST', `/threads/${threadId}/runs`, raw(`"assistant_id":"agent","if_not_exists":"create","input":${message},"metadata":${deep(20_000)}`));
+        expect(onThread.status).not.toBe(200);
+        expect(await threadIds()).toEqual(before);
+        expect((await server.request('GET', `/threads/${threadId}`)).status).toBe(404);
+        // Sent again with what can be stored, the run makes the thread (no 409 from a half-made one).
+        const made = await server.request('POST', `/threads/${threadId}/runs/wait`, { body: { assistant_id: 'agent', if_not_exists: 'create', input } });
+        expect(made.status).toBe(200);
+        expect((await server.request('GET', `/threads/${threadId}`, { token: BOB.token })).status).toBe(404);
+      });
 
       it('a stateless run refused for its checkpoint_id leaves no thread', async () => {
         const before = await threadIds();

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { ProtocolRunRecord, ProtocolRunState, ProtocolStore } from '../../app/langgraph/protocol-store.js';
+import type { ProtocolRunRecord, ProtocolRunState, ProtocolStore, WriteOptions } from '../../app/langgraph/protocol-store.js';
+import { kyselyTransactionOf } from './timer-repository.js';
 import type { SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
 
@@ -50,9 +51,14 @@ export class SqlProtocolStore implements ProtocolStore {
     return new Map(rows.map((row) => [row.thread_id, decodeJsonRecord(row.metadata)]));
   }
 
-  async setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: string): Promise<void> {
+  /** The query builder, or the caller's open transaction. */
+  #writer(options: WriteOptions | undefined): Kysely<Tables> {
+    return options?.within ? (kyselyTransactionOf(options.within).withTables<Tables>() as unknown as Kysely<Tables>) : this.#db;
+  }
+
+  async setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: string, options?: WriteOptions): Promise<void> {
     const values = { thread_id: threadId, user_id: userId, metadata: encodeJson(metadata), updated_at: isoForDatabase(now) };
-    await this.#db
+    await this.#writer(options)
       .insertInto('protocol_thread_metadata')
       .values(values)
       .onConflict((conflict) => conflict.column('thread_id').doUpdateSet({ metadata: values.metadata, updated_at: values.updated_at }).where('protocol_thread_metadata.user_id', '=', userId))
@@ -74,8 +80,8 @@ export class SqlProtocolStore implements ProtocolStore {
     return Number(result.numUpdatedRows) === 1;
   }
 
-  async createRun(run: ProtocolRunRecord): Promise<void> {
-    await this.#db
+  async createRun(run: ProtocolRunRecord, options?: WriteOptions): Promise<void> {
+    await this.#writer(options)
       .insertInto('protocol_runs')
       .values({
         run_id: run.runId,

@@ -1,5 +1,6 @@
-import type { Selectable, Transaction } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type {
+  AlsoWithinThread,
   HistoryOptions,
   Iso,
   MessagePage,
@@ -11,6 +12,7 @@ import type {
   ThreadRepository,
 } from '../../app/ports.js';
 import { VigilError } from '../../domain/errors.js';
+import type { StorageTransaction } from '../../app/job-queue.js';
 import type { Visibility } from '../../domain/message-metadata.js';
 import { appendInOneStatement, type CounterChange } from './append-messages-postgres.js';
 import { decodeMessageCursor, decodeThreadCursor, encodeMessageCursor, encodeThreadCursor } from './cursor.js';
@@ -31,26 +33,13 @@ export class SqlThreadRepository implements ThreadRepository {
     this.#context = context;
   }
 
-  async create(thread: NewThread, now: Iso): Promise<ThreadRecord> {
-    const at = isoForDatabase(now);
-    const row = await this.#context.db
-      .insertInto('threads')
-      .values({
-        id: thread.id,
-        user_id: thread.userId,
-        agent_id: thread.agentId,
-        title: thread.title,
-        created_at: at,
-        updated_at: at,
-        last_user_activity_at: null,
-        visible_count: 0,
-        last_visible_preview: null,
-        last_visible_at: null,
-        message_count: 0,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return toThreadRecord(row);
+  async create(thread: NewThread, now: Iso, alsoWithin?: AlsoWithinThread): Promise<ThreadRecord> {
+    if (alsoWithin === undefined) return insertThread(this.#context.db, thread, now);
+    return this.#context.transaction(async (trx) => {
+      const created = await insertThread(trx, thread, now);
+      await alsoWithin(trx as unknown as StorageTransaction, created);
+      return created;
+    });
   }
 
   async get(userId: string, threadId: string): Promise<ThreadRecord | undefined> {
@@ -179,6 +168,28 @@ export class SqlThreadRepository implements ThreadRepository {
     const rows = await this.#context.db.selectFrom('threads').select('id').where('user_id', '=', userId).where('agent_id', '=', agentId).execute();
     return rows.map((row) => row.id);
   }
+}
+
+async function insertThread(db: Kysely<Database>, thread: NewThread, now: Iso): Promise<ThreadRecord> {
+  const at = isoForDatabase(now);
+  const row = await db
+    .insertInto('threads')
+    .values({
+      id: thread.id,
+      user_id: thread.userId,
+      agent_id: thread.agentId,
+      title: thread.title,
+      created_at: at,
+      updated_at: at,
+      last_user_activity_at: null,
+      visible_count: 0,
+      last_visible_preview: null,
+      last_visible_at: null,
+      message_count: 0,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toThreadRecord(row);
 }
 
 /** Drop messages already stored for the thread, and repeats within the batch (first wins). */

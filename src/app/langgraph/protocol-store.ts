@@ -4,6 +4,12 @@
  * run row adds what the protocol asks for and exists before the run has its thread's lock.
  */
 import type { Iso } from '../ports.js';
+import type { StorageTransaction } from '../job-queue.js';
+
+/** `within`: written in that open transaction (the one making the thread it belongs to). */
+export interface WriteOptions {
+  within?: StorageTransaction | undefined;
+}
 
 /** `pending`: waiting for the thread; `started`: vigil's run record tells the rest; `cancelled`/`failed`: it never started. */
 export type ProtocolRunState = 'pending' | 'started' | 'cancelled' | 'failed';
@@ -26,12 +32,27 @@ export interface ProtocolStore {
   threadMetadata(userId: string, threadId: string): Promise<Record<string, unknown>>;
   /** Every thread of the user that has metadata: thread id → metadata. */
   threadMetadataOf(userId: string): Promise<Map<string, Record<string, unknown>>>;
-  setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: Iso): Promise<void>;
+  setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: Iso, options?: WriteOptions): Promise<void>;
   deleteThread(userId: string, threadId: string): Promise<void>;
   /** Point a thread with no messages yet at another agent (a protocol thread is bound at its first run). */
   rebindEmptyThread(userId: string, threadId: string, agentId: string, now: Iso): Promise<boolean>;
-  createRun(run: ProtocolRunRecord): Promise<void>;
+  createRun(run: ProtocolRunRecord, options?: WriteOptions): Promise<void>;
   setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void>;
   getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined>;
   listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]>;
+}
+
+/** The row of a protocol run about to start: `pending` until it has its thread. */
+export function newRunRecord(run: { runId: string; userId: string; threadId: string; agentId: string; metadata: Record<string, unknown>; multitaskStrategy: string }): ProtocolRunRecord {
+  return {
+    runId: run.runId,
+    userId: run.userId,
+    threadId: run.threadId,
+    assistantId: run.agentId,
+    metadata: run.metadata,
+    multitaskStrategy: run.multitaskStrategy,
+    state: 'pending',
+    vigilRunId: null,
+    createdAt: new Date().toISOString(),
+  };
 }

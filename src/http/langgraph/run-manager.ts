@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRecord, EventBus, StoredMessage, ThreadRecord } from '../../app/ports.js';
 import type { ConversationService } from '../../app/conversation-service.js';
-import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
+import { newRunRecord, type ProtocolRunRecord, type ProtocolStore } from '../../app/langgraph/protocol-store.js';
 import type { RunOutcome } from '../../app/run-coordinator.js';
 import type { MessageContent } from '../../domain/message-content.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
@@ -239,9 +239,14 @@ export class ProtocolRunManager {
    * Record the protocol run and start it in the background: a person's message on the
    * thread, waiting for the thread when another run holds it.
    */
-  async start(input: Omit<RunShape, 'runId'> & { content: MessageContent; correlationId: string }): Promise<InFlight> {
-    const shape = { ...input, runId: randomUUID() };
-    await this.record(shape);
+  /**
+   * `recorded`: the run's row, already written (with the thread the run made, in one
+   * transaction: see newRunRecord); otherwise it is written here first.
+   */
+  async start(input: Omit<RunShape, 'runId'> & { content: MessageContent; correlationId: string; recorded?: ProtocolRunRecord | undefined }): Promise<InFlight> {
+    const { recorded, ...rest } = input;
+    const shape = { ...rest, runId: recorded?.runId ?? randomUUID() };
+    if (recorded === undefined) await this.record(shape);
     const { frames, handle, finish } = this.tracker(shape);
     let started = false;
     let ended!: () => void;
@@ -335,17 +340,7 @@ export class ProtocolRunManager {
   }
 
   private async record(shape: RunShape): Promise<void> {
-    await this.deps.store.createRun({
-      runId: shape.runId,
-      userId: shape.userId,
-      threadId: shape.thread.id,
-      assistantId: shape.agent.id,
-      metadata: shape.metadata,
-      multitaskStrategy: shape.multitaskStrategy,
-      state: 'pending',
-      vigilRunId: null,
-      createdAt: new Date().toISOString(),
-    });
+    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id }));
   }
 
   private track(shape: RunShape, frames: RunFrames, controller: AbortController, settled: Promise<RunOutcome | undefined>): InFlight {

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { MessageContent } from '../../domain/message-content.js';
-import type { ThreadRecord } from '../../app/ports.js';
+import type { AlsoWithinThread, ThreadRecord } from '../../app/ports.js';
+import { newRunRecord, type ProtocolRunRecord } from '../../app/langgraph/protocol-store.js';
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
@@ -182,14 +184,22 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     // Resolved once nothing above can refuse the run: `agent` makes the default agent on first use.
     const agent = await resolveAssistant(context, userId, body.assistant_id);
 
+    // A thread this run makes is made with its metadata and the run's row, in one
+    // transaction: should either fail, no thread is left (I11).
+    let recorded: ProtocolRunRecord | undefined;
+    const alsoWithin: AlsoWithinThread = async (within, made) => {
+      await store.setThreadMetadata(userId, made.id, {}, new Date().toISOString(), { within });
+      const row = newRunRecord({ runId: randomUUID(), userId, threadId: made.id, agentId: agent.id, metadata, multitaskStrategy: strategy });
+      await store.createRun(row, { within });
+      recorded = row;
+    };
     let thread: ThreadRecord;
     if (threadId === null) {
-      thread = await deps.conversations.createThread(userId, { agentId: agent.id });
-      await store.setThreadMetadata(userId, thread.id, {}, new Date().toISOString());
+      thread = await deps.conversations.createThread(userId, { agentId: agent.id, alsoWithin: decisions ? undefined : alsoWithin });
     } else {
       thread =
         existing ??
-        (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id }).catch((error: unknown) => {
+        (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id, alsoWithin: decisions ? undefined : alsoWithin }).catch((error: unknown) => {
           // The id is taken by another user's thread: that one stays invisible (I12).
           throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
         }));
@@ -208,7 +218,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     }
     const run = decisions
       ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, decide: decide! })
-      : await runs.start({ userId, thread, agent, content: content!, metadata, multitaskStrategy: strategy, correlationId: request.id });
+      : await runs.start({ userId, thread, agent, content: content!, metadata, multitaskStrategy: strategy, correlationId: request.id, recorded });
     const stateless = threadId === null;
     if (stateless && body.on_completion !== 'keep') {
       void run.settled.then(async () => {

@@ -56,13 +56,13 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       }
       let thread: ThreadRecord;
       try {
-        thread = await deps.conversations.createThread(userId, { id: threadId });
+        // The thread and its metadata in one transaction: should the metadata fail, no thread is left (I11).
+        thread = await deps.conversations.createThread(userId, { id: threadId, alsoWithin: (within, made) => store.setThreadMetadata(userId, made.id, metadata, now(), { within }) });
       } catch (error) {
         // The id is taken (by another user's thread: that one stays invisible, I12).
         if (body.thread_id) throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
         throw error;
       }
-      await store.setThreadMetadata(userId, thread.id, metadata, now());
       return describeThread(context, thread, metadata);
     });
 
