@@ -207,6 +207,38 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('threads made concurrently', () => {
+    it("concurrent creates of one new id answer the caller's own thread: if_exists=do_nothing and runs with if_not_exists=create all succeed; another user is refused and sees none of it", async () => {
+      const threadId = randomUUID();
+      const creates = await Promise.all(Array.from({ length: 10 }, () => server.request('POST', '/threads', { body: { thread_id: threadId, if_exists: 'do_nothing' } })));
+      expect(creates.map((created) => created.status)).toEqual(Array(10).fill(200));
+      expect(new Set(creates.map((created) => created.body.thread_id))).toEqual(new Set([threadId]));
+      // if_exists=raise: exactly one is made; the others find the caller's own thread.
+      const raised = randomUUID();
+      const raises = await Promise.all(Array.from({ length: 5 }, () => server.request('POST', '/threads', { body: { thread_id: raised } })));
+      expect(raises.map((created) => created.status).sort()).toEqual([200, 409, 409, 409, 409]);
+      expect(raises.filter((created) => created.status === 409).map((created) => created.body.error.code)).toEqual(Array(4).fill('THREAD_EXISTS'));
+
+      const runThread = randomUUID();
+      const started = await Promise.all(
+        Array.from({ length: 5 }, (_, index) =>
+          server.request('POST', `/threads/${runThread}/runs`, { body: { assistant_id: 'agent', input: { messages: [{ type: 'human', content: `turn ${index}` }] }, if_not_exists: 'create', multitask_strategy: 'enqueue' } }),
+        ),
+      );
+      expect(started.map((run) => run.status)).toEqual(Array(5).fill(200));
+      for (const run of started) await alice.runs.join(runThread, run.body.run_id as string);
+      const state = await alice.threads.getState<{ messages: Json[] }>(runThread);
+      expect(state.values.messages.filter((message) => message.type === 'human').map((message) => message.content).sort()).toEqual([0, 1, 2, 3, 4].map((index) => `turn ${index}`));
+      expect(state.values.messages).toHaveLength(10);
+
+      // Bob racing for Alice's ids is refused every time, and learns nothing of her threads.
+      const bobs = await Promise.all([threadId, runThread].map((id) => server.request('POST', '/threads', { token: BOB.token, body: { thread_id: id, if_exists: 'do_nothing' } })));
+      expect(bobs.map((created) => [created.status, created.body.error.code])).toEqual(Array(2).fill([409, 'THREAD_EXISTS']));
+      expect(await statusOf(bob.threads.get(threadId))).toBe(404);
+      expect(await statusOf(bob.runs.list(runThread))).toBe(404);
+    });
+  });
+
   describe('store ↔ memory', () => {
     it("put, get, search, list namespaces, delete, as the agent's vigil memory; another user gets 404 (I12)", async () => {
       const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Rememberer' });

@@ -37,6 +37,14 @@ export async function findAssistant(context: ProtocolContext, userId: string, as
   return (await find(assistantId)) ?? (DEFAULT_GRAPH_ALIASES.has(assistantId) ? find(DEFAULT_AGENT_ID) : undefined);
 }
 
+/** The user's thread, or undefined when there is none (another user's id included, I12). */
+export async function findThread(context: ProtocolContext, userId: string, threadId: string): Promise<ThreadRecord | undefined> {
+  return context.deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
+    if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND') return undefined;
+    throw error;
+  });
+}
+
 /** Every message a person sees on the thread (I2), oldest first. */
 export async function visibleMessages(context: ProtocolContext, userId: string, threadId: string): Promise<StoredMessage[]> {
   const pages: StoredMessage[][] = [];

@@ -9,8 +9,8 @@ import { newRunRecord, type ProtocolRunRecord } from '../../app/langgraph/protoc
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
-import { clientMetadata, pendingApprovals, resolveAssistant, liveRunningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
-import { CANCEL_REASONS, type ProtocolRunManager } from './run-manager.js';
+import { clientMetadata, findThread, pendingApprovals, resolveAssistant, liveRunningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { CANCEL_REASONS, type InFlight, type ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
 
 type Json = Record<string, unknown>;
@@ -147,8 +147,12 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     };
   }
 
-  /** Validate, bind the thread to the assistant, apply the multitask strategy, start the run. */
-  async function startRun(request: FastifyRequest, body: RunBody, threadId: string | null) {
+  /**
+   * Validate, bind the thread to the assistant, apply the multitask strategy, start the run.
+   * `again`: the thread this run was to make was made meanwhile by another request of the
+   * same user (concurrent if_not_exists=create); everything is checked again on it.
+   */
+  async function startRun(request: FastifyRequest, body: RunBody, threadId: string | null, again = false): Promise<{ run: InFlight; thread: ThreadRecord; modes: Set<StreamMode>; stateless: boolean }> {
     const { userId } = request;
     refuseUnsupported(body);
     const modes = modesOf(body.stream_mode);
@@ -159,10 +163,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     let existing: ThreadRecord | undefined;
     if (threadId !== null) {
       if (body.on_completion !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'on_completion applies to stateless runs only');
-      existing = await deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
-        if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND' && body.if_not_exists === 'create') return undefined;
-        throw error;
-      });
+      existing = await findThread(context, userId, threadId);
+      if (!existing && body.if_not_exists !== 'create') throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
     }
     // Every check of the thread's state before anything is written (I11): a refused run
     // leaves no thread made (stateless, or if_not_exists) and none bound to its assistant.
@@ -197,12 +199,16 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     if (threadId === null) {
       thread = await deps.conversations.createThread(userId, { agentId: agent.id, alsoWithin: decisions ? undefined : alsoWithin });
     } else {
-      thread =
+      const made =
         existing ??
-        (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id, alsoWithin: decisions ? undefined : alsoWithin }).catch((error: unknown) => {
+        (await deps.conversations.createThread(userId, { id: threadId, agentId: agent.id, alsoWithin: decisions ? undefined : alsoWithin }).catch(async (error: unknown) => {
+          // Made meanwhile by another request of this user: this run goes on it, checked again as on any thread.
+          if (!again && (await findThread(context, userId, threadId)) !== undefined) return undefined;
           // The id is taken by another user's thread: that one stays invisible (I12).
           throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
         }));
+      if (made === undefined) return startRun(request, body, threadId, true);
+      thread = made;
       if (thread.agentId !== agent.id) {
         if (!(await store.rebindEmptyThread(userId, thread.id, agent.id, new Date().toISOString()))) {
           throw new VigilError('ASSISTANT_MISMATCH', `thread "${thread.id}" holds the conversation of assistant "${thread.agentId}"; start a new thread for "${agent.id}"`);

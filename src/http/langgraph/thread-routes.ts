@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { VigilError, isVigilError } from '../../domain/errors.js';
+import { VigilError } from '../../domain/errors.js';
 import type { ThreadRecord } from '../../app/ports.js';
 import { countOfCheckpointId, threadMetadata, toMessageDict, toState, toThread } from './convert.js';
 import { anyObject, checkpointParams, createThreadBody, errorBody, getThreadQuery, historyBody, searchThreadsBody, stateQuery, threadIdParams, updateThreadBody } from './protocol-schemas.js';
-import { clientMetadata, containsMetadata, describeThread, interruptsOf, selectFields, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, containsMetadata, describeThread, findThread, interruptsOf, selectFields, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
 type Json = Record<string, unknown>;
 
@@ -44,24 +44,23 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       if (body.ttl !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'thread ttl is not supported: vigil keeps threads until they are deleted (or by its retention settings)');
       const metadata = clientMetadata(body.metadata);
       const threadId = body.thread_id ?? randomUUID();
-      if (body.thread_id) {
-        const existing = await deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
-          if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND') return undefined;
-          throw error;
-        });
-        if (existing) {
-          if (body.if_exists === 'do_nothing') return describeThread(context, existing);
-          throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" already exists`);
-        }
-      }
+      const exists = (existing: ThreadRecord) => {
+        if (body.if_exists === 'do_nothing') return describeThread(context, existing);
+        throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" already exists`);
+      };
+      const existing = body.thread_id ? await findThread(context, userId, threadId) : undefined;
+      if (existing) return exists(existing);
       let thread: ThreadRecord;
       try {
         // The thread and its metadata in one transaction: should the metadata fail, no thread is left (I11).
         thread = await deps.conversations.createThread(userId, { id: threadId, alsoWithin: (within, made) => store.setThreadMetadata(userId, made.id, metadata, now(), { within }) });
       } catch (error) {
-        // The id is taken (by another user's thread: that one stays invisible, I12).
-        if (body.thread_id) throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
-        throw error;
+        if (!body.thread_id) throw error;
+        // Made meanwhile by another request of this user (concurrent creates): as if it had been there.
+        const made = await findThread(context, userId, threadId);
+        if (made) return exists(made);
+        // The id is taken by another user's thread: that one stays invisible (I12).
+        throw new VigilError('THREAD_EXISTS', `a thread "${threadId}" cannot be created`, { cause: error });
       }
       return describeThread(context, thread, metadata);
     });
