@@ -234,11 +234,12 @@ export function badInputSuite(backend: () => Backend): void {
       });
 
       it('if_not_exists=create with a resume that has nothing to resume creates no thread', async () => {
-        const refused = await server.request('POST', '/threads/fresh-thread-1/runs', {
+        const threadId = randomUUID();
+        const refused = await server.request('POST', `/threads/${threadId}/runs`, {
           body: { assistant_id: 'default', if_not_exists: 'create', command: { resume: { decisions: [{ type: 'approve' }] } } },
         });
         expect(refused.status).toBe(422);
-        expect((await server.request('GET', '/threads/fresh-thread-1')).status).toBe(404);
+        expect((await server.request('GET', `/threads/${threadId}`)).status).toBe(404);
       });
 
       it('a refused run leaves an empty thread bound to its assistant', async () => {

@@ -207,6 +207,29 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('thread ids', () => {
+    it('a thread id the client chooses is a UUID: anything else is refused with 400 VALIDATION_FAILED and makes nothing', async () => {
+      const input = { messages: [{ type: 'human', content: 'x' }] };
+      const before = await alice.threads.count();
+      for (const threadId of ['not-a-uuid', '   ', 'a/b?c#d', '', `${randomUUID()}x`, randomUUID().replaceAll('-', '')]) {
+        const refused = await server.request('POST', '/threads', { body: { thread_id: threadId } });
+        expect([refused.status, refused.body.error?.code], JSON.stringify(threadId)).toEqual([400, 'VALIDATION_FAILED']);
+      }
+      for (const threadId of ['not-a-uuid', 'project-notes']) {
+        const refused = await server.request('POST', `/threads/${threadId}/runs/wait`, { body: { assistant_id: 'agent', input, if_not_exists: 'create' } });
+        expect([refused.status, refused.body.error?.code], threadId).toEqual([400, 'VALIDATION_FAILED']);
+        expect(refused.body.error.message).toContain('UUID');
+        // Without if_not_exists the run makes no thread: a thread that is not there is 404.
+        expect((await server.request('POST', `/threads/${threadId}/runs`, { body: { assistant_id: 'agent', input } })).status).toBe(404);
+      }
+      expect(await alice.threads.count()).toBe(before);
+      // A UUID is taken, in either case of its hex digits; another user's run on it is 404.
+      const chosen = randomUUID().toUpperCase();
+      expect((await alice.threads.create({ threadId: chosen })).thread_id).toBe(chosen);
+      expect(await statusOf(bob.runs.wait(chosen, 'agent', { input }))).toBe(404);
+    });
+  });
+
   describe('threads made concurrently', () => {
     it("concurrent creates of one new id answer the caller's own thread: if_exists=do_nothing and runs with if_not_exists=create all succeed; another user is refused and sees none of it", async () => {
       const threadId = randomUUID();

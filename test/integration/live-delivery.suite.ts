@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { get, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -51,7 +52,7 @@ export function liveDeliverySuite(backend: () => Backend): void {
     };
 
     it('I12: a deleted thread ends its streams (thread.deleted), so a thread another user makes with its id does not reach them', async () => {
-      const threadId = `project-notes-${Math.random().toString(36).slice(2)}`;
+      const threadId = randomUUID();
       expect((await server.request('POST', '/threads', { body: { thread_id: threadId } })).status).toBe(200);
       const other = await newThread();
       // Alice has the thread open over WebSocket (with another of her threads) and over SSE.

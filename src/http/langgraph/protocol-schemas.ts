@@ -9,6 +9,15 @@ const json = z.record(z.string(), z.unknown());
 const id = z.string().min(1).max(128);
 const limit = (fallback: number) => z.coerce.number().int().min(1).max(1000).default(fallback);
 const offset = z.coerce.number().int().min(0).max(100_000).default(0);
+/** LangGraph Platform's thread ids (and vigil's store keys) are UUIDs, in either case of their hex digits. */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const uuid = (message: string) => z.string().regex(UUID_PATTERN, message);
+/**
+ * A thread id the client chooses: a UUID, as LangGraph Platform's are. Thread ids are one
+ * namespace across users, so a free-form id could be squatted before its user makes it.
+ */
+export const THREAD_ID_MESSAGE = 'a thread id chosen by the client is a UUID (as LangGraph Platform\'s thread ids are)';
+const newThreadId = uuid(THREAD_ID_MESSAGE);
 
 export const threadIdParams = z.object({ thread_id: id }).strict();
 export const assistantIdParams = z.object({ assistant_id: id }).strict();
@@ -45,7 +54,7 @@ export const graphQuery = z.object({ xray: z.union([z.enum(['true', 'false']), z
 
 export const createThreadBody = z
   .object({
-    thread_id: id.optional(),
+    thread_id: newThreadId.optional(),
     metadata: json.optional(),
     if_exists: z.enum(['raise', 'do_nothing']).optional(),
     supersteps: z.array(z.unknown()).optional(),

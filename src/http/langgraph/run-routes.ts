@@ -8,7 +8,7 @@ import type { AlsoWithinThread, ThreadRecord } from '../../app/ports.js';
 import { newRunRecord, type ProtocolRunRecord } from '../../app/langgraph/protocol-store.js';
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
-import { anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
+import { THREAD_ID_MESSAGE, UUID_PATTERN, anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
 import { clientMetadata, findThread, pendingApprovals, resolveAssistant, liveRunningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 import { CANCEL_REASONS, type InFlight, type ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
@@ -165,6 +165,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       if (body.on_completion !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'on_completion applies to stateless runs only');
       existing = await findThread(context, userId, threadId);
       if (!existing && body.if_not_exists !== 'create') throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
+      if (!existing && !UUID_PATTERN.test(threadId)) throw new VigilError('VALIDATION_FAILED', `thread_id: ${THREAD_ID_MESSAGE}`);
     }
     // Every check of the thread's state before anything is written (I11): a refused run
     // leaves no thread made (stateless, or if_not_exists) and none bound to its assistant.

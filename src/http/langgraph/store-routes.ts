@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VigilError } from '../../domain/errors.js';
 import type { MemoryHit, MemoryRecord } from '../../app/ports.js';
-import { anyObject, errorBody } from './protocol-schemas.js';
+import { anyObject, errorBody, uuid } from './protocol-schemas.js';
 import type { ProtocolContext } from './protocol-threads.js';
 
 /**
@@ -12,12 +12,12 @@ import type { ProtocolContext } from './protocol-threads.js';
  */
 const NAMESPACE_ROOT = 'memories';
 const label = z.string().min(1).max(128);
-const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'vigil memory keys are UUIDs');
+const key = uuid('vigil memory keys are UUIDs');
 const putBody = z
-  .object({ namespace: z.array(label).min(1).max(8), key: uuid, value: z.record(z.string(), z.unknown()), index: z.unknown().optional(), ttl: z.unknown().optional() })
+  .object({ namespace: z.array(label).min(1).max(8), key, value: z.record(z.string(), z.unknown()), index: z.unknown().optional(), ttl: z.unknown().optional() })
   .strict();
-const itemQuery = z.object({ namespace: z.string().min(1).max(1000), key: uuid, refresh_ttl: z.string().optional() }).strict();
-const deleteBody = z.object({ namespace: z.array(label).min(1).max(8), key: uuid }).strict();
+const itemQuery = z.object({ namespace: z.string().min(1).max(1000), key, refresh_ttl: z.string().optional() }).strict();
+const deleteBody = z.object({ namespace: z.array(label).min(1).max(8), key }).strict();
 const searchBody = z
   .object({
     namespace_prefix: z.array(label).max(8).optional(),
