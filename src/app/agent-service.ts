@@ -5,6 +5,12 @@ import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
 import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
+/**
+ * Other names of a user's default agent: in the LangGraph protocol the assistant ids `agent`
+ * (Agent Chat UI's default graph id) and `chat` (vigil's chat graph). No agent may take one,
+ * or it would take the alias over from the default agent and its threads.
+ */
+export const DEFAULT_AGENT_ALIASES: ReadonlySet<string> = new Set(['agent', 'chat']);
 export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
 
 /** What a user's default agent starts with. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { publicMetadataOf } from '../app/run-coordinator.js';
+import { DEFAULT_AGENT_ALIASES } from '../app/agent-service.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { contextSettingsSchema } from '../domain/context/context-settings.js';
 import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
@@ -41,13 +42,17 @@ export const ID_MAX_LENGTH = 128;
 export const PATH_PARAM_MAX_LENGTH = 200;
 export const idParam = z.string().min(1).max(ID_MAX_LENGTH);
 export const agentIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, _ and -, at most 64');
+/** The id of an agent being made (POST /api/agents, the protocol's POST /assistants): not an alias of the default agent. */
+export const newAgentIdSchema = agentIdSchema.refine((id) => !DEFAULT_AGENT_ALIASES.has(id), {
+  message: `${[...DEFAULT_AGENT_ALIASES].map((alias) => `"${alias}"`).join(' and ')} are reserved: in the LangGraph protocol they name your default agent`,
+});
 const modelSpec = z.string().regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
 /** A list's `?limit`: a whole number from 1 to `max`, `fallback` when absent. */
 export const listLimit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);
 
 export const createAgentBody = z
   .object({
-    id: agentIdSchema,
+    id: newAgentIdSchema,
     name: z.string().trim().min(1).max(200),
     kind: z.enum(['chat', 'planner']).default('chat'),
     systemPrompt: z.string().max(20_000).default('You are a helpful assistant. Answer clearly and briefly.'),

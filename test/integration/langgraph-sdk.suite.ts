@@ -169,6 +169,41 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(alice.assistants.get(id))).toBe(404);
       expect(await statusOf(alice.threads.get(thread.thread_id))).toBe(404);
     });
+
+    it("an assistant's id follows vigil's agent id rules, and neither route lets an agent take `agent` or `chat`, the default agent's aliases", async () => {
+      const refusedCode = async (path: string, body: Json) => {
+        const answer = await server.request('POST', path, { body });
+        return [answer.status, answer.body?.error?.code];
+      };
+      for (const id of ['UPPER CASE', 'X Y', 'a.b/c', 'Caps', '-leading', 'x'.repeat(65)]) {
+        expect(await refusedCode('/assistants', { graph_id: 'chat', assistant_id: id }), id).toEqual([400, 'VALIDATION_FAILED']);
+        expect(await refusedCode('/api/agents', { id, name: 'n' }), id).toEqual([400, 'VALIDATION_FAILED']);
+      }
+      // Agent Chat UI's thread with the default agent, under the alias `agent`.
+      const thread = await alice.threads.create();
+      const input = { messages: [{ type: 'human', content: 'hello default' }] };
+      await alice.runs.wait(thread.thread_id, 'agent', { input });
+      for (const id of ['agent', 'chat']) {
+        for (const [path, body] of [
+          ['/assistants', { graph_id: 'chat', assistant_id: id }],
+          ['/assistants', { graph_id: 'chat', assistant_id: id, if_exists: 'do_nothing' }],
+          ['/api/agents', { id, name: 'Hijacker' }],
+        ] as const) {
+          const refused = await server.request('POST', path, { body });
+          expect([refused.status, refused.body?.error?.code], `${path} ${id}`).toEqual([400, 'VALIDATION_FAILED']);
+          expect(refused.body.error.message).toContain('"agent" and "chat" are reserved');
+        }
+      }
+      const agentIds = (await server.services.agents.list(ALICE.id)).map((agent) => agent.id);
+      for (const id of ['agent', 'chat', 'UPPER CASE', 'a.b/c']) expect(agentIds).not.toContain(id);
+      // The alias still names the default agent: the thread goes on.
+      const again = (await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'still you?' }] } })) as Json;
+      expect(again.messages.at(-1).content).toBe('Echo: still you?');
+      expect((await alice.assistants.get('agent')).assistant_id).toBe('default');
+      // Another user's alias is their own default agent; Alice's thread stays hers.
+      expect((await bob.assistants.get('agent')).assistant_id).toBe('default');
+      expect(await statusOf(bob.runs.wait(thread.thread_id, 'agent', { input }))).toBe(404);
+    });
   });
 
   describe('threads', () => {

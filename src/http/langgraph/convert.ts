@@ -6,9 +6,8 @@ import type { ApprovalRecord } from '../../domain/tools/approval.js';
 
 type Json = Record<string, unknown>;
 
-/** The graph ids vigil serves: an assistant's graph is its agent's kind. `agent` names the default chat agent (Agent Chat UI's default). */
+/** The graph ids vigil serves: an assistant's graph is its agent's kind. As assistant ids, `agent` and `chat` name the default agent (DEFAULT_AGENT_ALIASES). */
 export const GRAPH_IDS = ['chat', 'planner'] as const;
-export const DEFAULT_GRAPH_ALIASES: ReadonlySet<string> = new Set(['chat', 'agent']);
 
 /** A stored message as a LangChain message dict, the shape LangGraph's API returns in `values`. */
 export function toMessageDict(message: StoredMessage): Json {

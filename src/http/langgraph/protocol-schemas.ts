@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { newAgentIdSchema } from '../schemas.js';
 
 /**
  * Request bodies of the LangGraph Platform API, as the official SDK sends them. Objects
@@ -27,7 +28,8 @@ export const checkpointParams = z.object({ thread_id: id, checkpoint_id: z.strin
 export const createAssistantBody = z
   .object({
     graph_id: z.string().min(1).max(64),
-    assistant_id: z.string().min(1).max(64).optional(),
+    /** An assistant is a vigil agent: its id follows the agent id rules, and is not an alias of the default agent. */
+    assistant_id: newAgentIdSchema.optional(),
     if_exists: z.enum(['raise', 'do_nothing']).optional(),
     name: z.string().trim().min(1).max(200).optional(),
     description: z.string().max(2000).nullable().optional(),

@@ -1,9 +1,9 @@
 import type { AgentRecord, RunRecord, StoredMessage, ThreadRecord } from '../../app/ports.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
-import { DEFAULT_AGENT_ID } from '../../app/agent-service.js';
+import { DEFAULT_AGENT_ALIASES, DEFAULT_AGENT_ID } from '../../app/agent-service.js';
 import type { HttpDependencies } from '../http-dependencies.js';
 import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
-import { DEFAULT_GRAPH_ALIASES, threadMetadata, toInterrupt, toThread, type ThreadStatus } from './convert.js';
+import { threadMetadata, toInterrupt, toThread, type ThreadStatus } from './convert.js';
 import type { ApprovalRecord } from '../../domain/tools/approval.js';
 import { toMessageDict } from './convert.js';
 
@@ -22,7 +22,7 @@ export async function resolveAssistant(context: ProtocolContext, userId: string,
   try {
     return await context.deps.agents.get(userId, assistantId);
   } catch (error) {
-    if (isVigilError(error) && error.code === 'AGENT_NOT_FOUND' && DEFAULT_GRAPH_ALIASES.has(assistantId)) return context.deps.agents.getOrCreateDefault(userId);
+    if (isVigilError(error) && error.code === 'AGENT_NOT_FOUND' && DEFAULT_AGENT_ALIASES.has(assistantId)) return context.deps.agents.getOrCreateDefault(userId);
     throw error;
   }
 }
@@ -34,7 +34,7 @@ export async function findAssistant(context: ProtocolContext, userId: string, as
       if (isVigilError(error) && error.code === 'AGENT_NOT_FOUND') return undefined;
       throw error;
     });
-  return (await find(assistantId)) ?? (DEFAULT_GRAPH_ALIASES.has(assistantId) ? find(DEFAULT_AGENT_ID) : undefined);
+  return (await find(assistantId)) ?? (DEFAULT_AGENT_ALIASES.has(assistantId) ? find(DEFAULT_AGENT_ID) : undefined);
 }
 
 /** The user's thread, or undefined when there is none (another user's id included, I12). */
