@@ -18,6 +18,12 @@ export class MemoryService {
     return this.storage.memories.list({ userId, agentId }, { limit });
   }
 
+  /** The agent's memory with this id, however old; undefined when the agent has none such. */
+  async get(userId: string, agentId: string, memoryId: string): Promise<MemoryRecord | undefined> {
+    await this.agents.get(userId, agentId);
+    return this.storage.memories.get({ userId, agentId }, memoryId);
+  }
+
   async search(userId: string, agentId: string, query: string, limit: number): Promise<MemoryHit[]> {
     await this.agents.get(userId, agentId);
     return this.storage.memories.search({ userId, agentId }, query, { limit });

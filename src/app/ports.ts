@@ -220,6 +220,8 @@ export interface MemoryStore {
   /** Real full-text search (SQLite FTS5, PostgreSQL tsvector), only within the namespace. */
   search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]>;
   list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]>;
+  /** The namespace's memory with this id, however old; undefined for none (another agent's or user's included, I12). */
+  get(namespace: MemoryNamespace, memoryId: string): Promise<MemoryRecord | undefined>;
   /** Deletes only the user's own memory; false when there is none. */
   delete(userId: string, memoryId: string): Promise<boolean>;
 }

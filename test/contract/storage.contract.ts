@@ -532,6 +532,19 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.memories.search(namespace, 'green tea', { limit: 10 })).toEqual([]);
       });
 
+      it('gets a memory by id within its namespace however old it is; another agent or user gets none (I12)', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const oldest = await storage.memories.add(namespace, { id: randomUUID(), content: 'The first thing said', origin: { by: 'api' } }, at(1));
+        for (let minute = 2; minute < 6; minute++) await storage.memories.add(namespace, { id: randomUUID(), content: `later ${minute}`, origin: { by: 'api' } }, at(minute));
+        expect(await storage.memories.list(namespace, { limit: 4 })).not.toContainEqual(oldest);
+        expect(await storage.memories.get(namespace, oldest.id)).toEqual(oldest);
+        expect(await storage.memories.get({ ...namespace, agentId: 'other-agent' }, oldest.id)).toBeUndefined();
+        expect(await storage.memories.get({ ...namespace, userId: randomUUID() }, oldest.id)).toBeUndefined();
+        expect(await storage.memories.get(namespace, randomUUID())).toBeUndefined();
+        await storage.memories.delete(namespace.userId, oldest.id);
+        expect(await storage.memories.get(namespace, oldest.id)).toBeUndefined();
+      });
+
       it('keeps who wrote each memory: the API, or the agent in a run and thread (listed and found with it)', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
         const noted = await storage.memories.add(namespace, { id: randomUUID(), content: 'Prefers answers in German', origin: { by: 'agent', runId: 'run-7', threadId: 'thread-3' } }, at(1));

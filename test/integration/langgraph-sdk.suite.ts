@@ -320,6 +320,37 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('store ↔ memory: by key', () => {
+    it('a memory older than the newest 1000 of its agent is read, replaced and deleted by its key, as search finds it; another user gets 404', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Long memory' });
+      const namespace = ['memories', assistant.assistant_id];
+      const oldKey = randomUUID();
+      await alice.store.putItem(namespace, oldKey, { content: 'The oldest note: marmalade recipe' });
+      // A thousand newer memories of the same agent.
+      const later = Date.now() + 60_000;
+      for (let start = 0; start < 1000; start += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, (_, index) =>
+            server.storage.memories.add({ userId: ALICE.id, agentId: assistant.assistant_id }, { id: randomUUID(), content: `newer note ${start + index}`, origin: { by: 'api' } }, new Date(later + start + index).toISOString()),
+          ),
+        );
+      }
+      expect((await alice.store.searchItems(namespace, { query: 'marmalade' })).items.map((item) => item.key)).toEqual([oldKey]);
+      expect((await alice.store.getItem(namespace, oldKey))?.value).toEqual({ content: 'The oldest note: marmalade recipe' });
+      await alice.store.putItem(namespace, oldKey, { content: 'The oldest note, revised: marmalade with ginger' });
+      expect((await alice.store.getItem(namespace, oldKey))?.value).toEqual({ content: 'The oldest note, revised: marmalade with ginger' });
+      expect((await alice.store.searchItems(namespace, { query: 'marmalade' })).items.map((item) => [item.key, item.value.content])).toEqual([[oldKey, 'The oldest note, revised: marmalade with ginger']]);
+      expect(await statusOf(bob.store.getItem(namespace, oldKey))).toBe(404);
+      expect(await statusOf(bob.store.deleteItem(namespace, oldKey))).toBe(404);
+      // Under another of Alice's agents the key names nothing.
+      expect(await statusOf(alice.store.getItem(['memories', 'default'], oldKey))).toBe(404);
+      expect(await statusOf(alice.store.deleteItem(['memories', 'default'], oldKey))).toBe(404);
+      await alice.store.deleteItem(namespace, oldKey);
+      expect(await statusOf(alice.store.getItem(namespace, oldKey))).toBe(404);
+      expect((await alice.store.searchItems(namespace, { query: 'marmalade' })).items).toEqual([]);
+    });
+  });
+
   describe('crons ↔ schedules', () => {
     it('a refused cron or run, or a search for crons, writes nothing: no default agent is made for it', async () => {
       const carol = new Client({ apiUrl: server.url, apiKey: CAROL.token, callerOptions: { maxRetries: 0 } });

@@ -84,6 +84,17 @@ export class SqlMemoryStore implements MemoryStore {
     return rows.map(toMemoryRecord);
   }
 
+  async get(namespace: MemoryNamespace, memoryId: string): Promise<MemoryRecord | undefined> {
+    const row = await this.#context.db
+      .selectFrom('memories')
+      .select(MEMORY_COLUMNS)
+      .where('id', '=', memoryId)
+      .where('user_id', '=', namespace.userId)
+      .where('agent_id', '=', namespace.agentId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toMemoryRecord(row);
+  }
+
   async delete(userId: string, memoryId: string): Promise<boolean> {
     const result = await this.#context.db.deleteFrom('memories').where('id', '=', memoryId).where('user_id', '=', userId).executeTakeFirst();
     return result.numDeletedRows > 0n;

@@ -54,11 +54,10 @@ function toItem(memory: MemoryRecord | MemoryHit): Record<string, unknown> {
   };
 }
 
-const LIMIT = 1000;
-
 export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
   const { deps } = context;
-  const find = async (userId: string, agentId: string, key: string) => (await deps.memories.list(userId, agentId, LIMIT)).find((memory) => memory.id === key);
+  // By its key (its id), within the namespace's agent, however many newer memories it has.
+  const find = (userId: string, agentId: string, key: string) => deps.memories.get(userId, agentId, key);
   return async (app) => {
     app.put('/store/items', { schema: { tags: ['langgraph'], body: putBody, response: { 204: z.null(), 404: errorBody, 409: errorBody, 422: errorBody } } }, async (request, reply) => {
       const { userId, body } = request;
