@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   TIMER_NOT_PENDING: { status: 409, description: 'The follow-up timer has already fired, or was cancelled, dropped or skipped.' },
   THREAD_BUSY: { status: 409, description: 'A run is in progress or waiting on the thread, and the multitask strategy is `reject`.' },
   THREAD_EXISTS: { status: 409, description: 'A thread with this id already exists (LangGraph protocol, if_exists=raise).' },
+  MEMORY_EXISTS: { status: 409, description: "A memory with this id already exists in another namespace (LangGraph store: the key is another agent's or another user's); choose another key." },
   ASSISTANT_MISMATCH: { status: 409, description: "The thread already holds messages of another assistant; vigil binds a thread to one agent." },
   ASSISTANT_HAS_THREADS: { status: 409, description: 'Deleting this assistant (a vigil agent) would delete its threads; ask for that with delete_threads=true.' },
   UNSUPPORTED_OPTION: { status: 422, description: 'A LangGraph protocol option vigil understands but cannot honour; it is refused rather than ignored.' },

@@ -351,6 +351,27 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('store ↔ memory: keys held elsewhere', () => {
+    it('a key another memory holds (of another agent of the same user, or of another user) is refused with 409 MEMORY_EXISTS, and that memory stays as it was', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Keeper' });
+      const namespace = ['memories', assistant.assistant_id];
+      const key = randomUUID();
+      await alice.store.putItem(namespace, key, { content: 'Alice keeps bees' });
+      const bobs = await bob.assistants.create({ graphId: 'chat', name: "Bob's" });
+      const put = (token: string, agentId: string, content: string) => server.request('PUT', '/store/items', { token, body: { namespace: ['memories', agentId], key, value: { content } } });
+      for (const [token, agentId] of [
+        [BOB.token, bobs.assistant_id],
+        [ALICE.token, 'default'],
+      ] as const) {
+        const taken = await put(token, agentId, 'somebody else');
+        expect([taken.status, taken.body?.error?.code], agentId).toEqual([409, 'MEMORY_EXISTS']);
+      }
+      expect((await alice.store.getItem(namespace, key))?.value).toEqual({ content: 'Alice keeps bees' });
+      expect(await statusOf(bob.store.getItem(['memories', bobs.assistant_id], key))).toBe(404);
+      expect((await bob.store.searchItems(['memories'], { query: 'bees' })).items).toEqual([]);
+    });
+  });
+
   describe('crons ↔ schedules', () => {
     it('a refused cron or run, or a search for crons, writes nothing: no default agent is made for it', async () => {
       const carol = new Client({ apiUrl: server.url, apiKey: CAROL.token, callerOptions: { maxRetries: 0 } });

@@ -72,7 +72,8 @@ export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
         await deps.memories.add(userId, agentId, content.trim(), body.key);
       } catch (error) {
         if (error instanceof VigilError) throw error;
-        throw new VigilError('THREAD_EXISTS', 'this key cannot be used; choose another UUID', { cause: error });
+        // The id is another agent's or another user's memory: that one stays as it is, and unseen (I12).
+        throw new VigilError('MEMORY_EXISTS', `key "${body.key}" is held by another memory; choose another UUID`, { cause: error });
       }
       return reply.status(204).send(null);
     });
