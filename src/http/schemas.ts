@@ -89,7 +89,9 @@ export const historyQuery = z
   .strict();
 export const listRunsQuery = z.object({ limit: listLimit(20, 100) }).strict();
 export const sendMessageBody = z.object({ content: messageContentSchema }).strict();
-export const createMemoryBody = z.object({ content: z.string().trim().min(1).max(10_000) }).strict();
+/** A memory's text as a person (or their app) writes it: POST /api/agents/{id}/memories and the LangGraph store's value.content. */
+export const memoryContentSchema = z.string().trim().min(1).max(10_000);
+export const createMemoryBody = z.object({ content: memoryContentSchema }).strict();
 export const listMemoriesQuery = z.object({ q: z.string().trim().min(1).max(1000).optional(), limit: listLimit(20, 100) }).strict();
 
 // ---------- responses ----------

@@ -351,6 +351,28 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('store ↔ memory: content', () => {
+    it("a value's content is capped as POST /api/agents/{id}/memories caps it (10,000 characters): longer is 400 VALIDATION_FAILED and writes nothing, a replace included", async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Capped' });
+      const namespace = ['memories', assistant.assistant_id];
+      const put = (key: string, content: string) => server.request('PUT', '/store/items', { body: { namespace, key, value: { content } } });
+      const key = randomUUID();
+      expect((await put(key, 'x'.repeat(10_000))).status).toBe(204);
+      for (const length of [10_001, 200_000]) {
+        const refused = await put(randomUUID(), 'y'.repeat(length));
+        expect([refused.status, refused.body?.error?.code], String(length)).toEqual([400, 'VALIDATION_FAILED']);
+        const replaced = await put(key, 'z'.repeat(length));
+        expect([replaced.status, replaced.body?.error?.code], String(length)).toEqual([400, 'VALIDATION_FAILED']);
+        // The same content through vigil's own route: the same answer.
+        const direct = await server.request('POST', `/api/agents/${assistant.assistant_id}/memories`, { body: { content: 'y'.repeat(length) } });
+        expect([direct.status, direct.body?.error?.code], String(length)).toEqual([400, 'VALIDATION_FAILED']);
+      }
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => [memory.id, memory.content.length])).toEqual([[key, 10_000]]);
+      // Another user has no such namespace.
+      expect((await server.request('PUT', '/store/items', { token: BOB.token, body: { namespace, key: randomUUID(), value: { content: 'fits' } } })).status).toBe(404);
+    });
+  });
+
   describe('store ↔ memory: keys held elsewhere', () => {
     it('a key another memory holds (of another agent of the same user, or of another user) is refused with 409 MEMORY_EXISTS, and that memory stays as it was', async () => {
       const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Keeper' });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VigilError } from '../../domain/errors.js';
 import type { MemoryHit, MemoryRecord } from '../../app/ports.js';
+import { memoryContentSchema } from '../schemas.js';
 import { anyObject, errorBody, uuid } from './protocol-schemas.js';
 import type { ProtocolContext } from './protocol-threads.js';
 
@@ -66,10 +67,12 @@ export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
       if (typeof content !== 'string' || content.trim().length === 0 || Object.keys(rest).length > 0) throw new VigilError('UNSUPPORTED_OPTION', 'a vigil memory\'s value is { "content": "<text>" }');
       if (body.ttl !== undefined && body.ttl !== null) throw new VigilError('UNSUPPORTED_OPTION', 'memory ttl is not supported');
       if (body.index === false) throw new VigilError('UNSUPPORTED_OPTION', 'vigil always indexes a memory\'s content for search');
+      const text = memoryContentSchema.safeParse(content);
+      if (!text.success) throw new VigilError('VALIDATION_FAILED', `value.content: ${text.error.issues.map((issue) => issue.message).join('; ')}`);
       // Replacing a memory: the old text goes, the new one is indexed under the same key.
       if (await find(userId, agentId, body.key)) await deps.memories.delete(userId, body.key);
       try {
-        await deps.memories.add(userId, agentId, content.trim(), body.key);
+        await deps.memories.add(userId, agentId, text.data, body.key);
       } catch (error) {
         if (error instanceof VigilError) throw error;
         // The id is another agent's or another user's memory: that one stays as it is, and unseen (I12).
