@@ -7,10 +7,21 @@ import type { Clock, MemoryHit, MemoryRecord, Storage } from './ports.js';
 export class MemoryService {
   constructor(private readonly storage: Storage, private readonly agents: AgentService, private readonly clock: Clock) {}
 
-  /** `id`: chosen by a client that names its memories (the LangGraph store's keys); otherwise a new UUID. */
-  async add(userId: string, agentId: string, content: string, id: string = randomUUID()): Promise<MemoryRecord> {
+  async add(userId: string, agentId: string, content: string): Promise<MemoryRecord> {
     await this.agents.get(userId, agentId);
-    return this.storage.memories.add({ userId, agentId }, { id, content, origin: { by: 'api' } }, this.clock.now().toISOString());
+    return this.storage.memories.add({ userId, agentId }, { id: randomUUID(), content, origin: { by: 'api' } }, this.clock.now().toISOString());
+  }
+
+  /**
+   * The LangGraph store's put: add the memory with this id (the client's key), or replace
+   * the agent's memory that has it, in one write. 409 MEMORY_EXISTS when the id is another
+   * agent's or another user's memory, which stays as it is.
+   */
+  async put(userId: string, agentId: string, content: string, id: string): Promise<MemoryRecord> {
+    await this.agents.get(userId, agentId);
+    const memory = await this.storage.memories.put({ userId, agentId }, { id, content, origin: { by: 'api' } }, this.clock.now().toISOString());
+    if (memory === undefined) throw new VigilError('MEMORY_EXISTS', `key "${id}" is held by another memory; choose another UUID`);
+    return memory;
   }
 
   async list(userId: string, agentId: string, limit: number): Promise<MemoryRecord[]> {

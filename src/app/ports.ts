@@ -220,6 +220,13 @@ export interface MemoryStore {
   /** Real full-text search (SQLite FTS5, PostgreSQL tsvector), only within the namespace. */
   search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]>;
   list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]>;
+  /**
+   * Add a memory, or replace the namespace's memory with this id (its content, time and
+   * origin), in one statement: a reader finds the old memory or the new one, never none.
+   * Undefined when the id is another namespace's memory (another agent's or user's), which
+   * stays untouched.
+   */
+  put(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso): Promise<MemoryRecord | undefined>;
   /** The namespace's memory with this id, however old; undefined for none (another agent's or user's included, I12). */
   get(namespace: MemoryNamespace, memoryId: string): Promise<MemoryRecord | undefined>;
   /** Deletes only the user's own memory; false when there is none. */

@@ -545,6 +545,24 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.memories.get(namespace, oldest.id)).toBeUndefined();
       });
 
+      it("put adds a memory or replaces the namespace's memory with its id in one write (re-indexed for search); another namespace's id is left untouched", async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const id = randomUUID();
+        const added = await storage.memories.put(namespace, { id, content: 'Keeps bees in the garden', origin: { by: 'agent', runId: 'run-1', threadId: 'thread-1' } }, at(1));
+        expect(added).toEqual({ id, ...namespace, content: 'Keeps bees in the garden', createdAt: at(1), origin: { by: 'agent', runId: 'run-1', threadId: 'thread-1' } });
+        const replaced = await storage.memories.put(namespace, { id, content: 'Keeps goats on the hill', origin: { by: 'api' } }, at(2));
+        expect(replaced).toEqual({ id, ...namespace, content: 'Keeps goats on the hill', createdAt: at(2), origin: { by: 'api' } });
+        expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([replaced]);
+        expect(await storage.memories.search(namespace, 'bees', { limit: 10 })).toEqual([]);
+        expect((await storage.memories.search(namespace, 'goats', { limit: 10 })).map((hit) => hit.id)).toEqual([id]);
+        // The id under another agent of the user, or under another user: refused, the memory untouched.
+        for (const other of [{ ...namespace, agentId: 'other-agent' }, { ...namespace, userId: randomUUID() }]) {
+          expect(await storage.memories.put(other, { id, content: 'Taken over', origin: { by: 'api' } }, at(3))).toBeUndefined();
+          expect(await storage.memories.list(other, { limit: 10 })).toEqual([]);
+        }
+        expect(await storage.memories.get(namespace, id)).toEqual(replaced);
+      });
+
       it('keeps who wrote each memory: the API, or the agent in a run and thread (listed and found with it)', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
         const noted = await storage.memories.add(namespace, { id: randomUUID(), content: 'Prefers answers in German', origin: { by: 'agent', runId: 'run-7', threadId: 'thread-3' } }, at(1));

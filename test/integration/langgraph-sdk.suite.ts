@@ -373,6 +373,27 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('store ↔ memory: replacing', () => {
+    it('a replace is one write: puts of one key sent at once all succeed and leave one of them, and a read meanwhile always finds the memory', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Rewriter' });
+      const namespace = ['memories', assistant.assistant_id];
+      const key = randomUUID();
+      await alice.store.putItem(namespace, key, { content: 'version zero' });
+      const contents = Array.from({ length: 10 }, (_, index) => `version ${index + 1}`);
+      const [puts, reads] = await Promise.all([
+        Promise.all(contents.map((content) => server.request('PUT', '/store/items', { body: { namespace, key, value: { content } } }))),
+        Promise.all(contents.map(() => server.request('GET', `/store/items?namespace=memories.${assistant.assistant_id}&key=${key}`))),
+      ]);
+      expect(puts.map((put) => put.status)).toEqual(Array(10).fill(204));
+      expect(reads.map((read) => read.status)).toEqual(Array(10).fill(200));
+      const memories = await server.services.memories.list(ALICE.id, assistant.assistant_id, 10);
+      expect(memories).toHaveLength(1);
+      expect(memories[0]!.id).toBe(key);
+      expect(contents).toContain(memories[0]!.content);
+      expect(await statusOf(bob.store.getItem(namespace, key))).toBe(404);
+    });
+  });
+
   describe('store ↔ memory: keys held elsewhere', () => {
     it('a key another memory holds (of another agent of the same user, or of another user) is refused with 409 MEMORY_EXISTS, and that memory stays as it was', async () => {
       const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Keeper' });
@@ -380,10 +401,11 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       const key = randomUUID();
       await alice.store.putItem(namespace, key, { content: 'Alice keeps bees' });
       const bobs = await bob.assistants.create({ graphId: 'chat', name: "Bob's" });
+      const another = await alice.assistants.create({ graphId: 'chat', name: 'Another of hers' });
       const put = (token: string, agentId: string, content: string) => server.request('PUT', '/store/items', { token, body: { namespace: ['memories', agentId], key, value: { content } } });
       for (const [token, agentId] of [
         [BOB.token, bobs.assistant_id],
-        [ALICE.token, 'default'],
+        [ALICE.token, another.assistant_id],
       ] as const) {
         const taken = await put(token, agentId, 'somebody else');
         expect([taken.status, taken.body?.error?.code], agentId).toEqual([409, 'MEMORY_EXISTS']);

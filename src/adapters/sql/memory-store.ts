@@ -17,22 +17,28 @@ export class SqlMemoryStore implements MemoryStore {
   }
 
   async add(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso): Promise<MemoryRecord> {
-    const { origin } = memory;
+    const row = await this.#context.db.insertInto('memories').values(memoryRow(namespace, memory, now)).returning(MEMORY_COLUMNS).executeTakeFirstOrThrow();
+    return toMemoryRecord(row);
+  }
+
+  async put(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso): Promise<MemoryRecord | undefined> {
+    const values = memoryRow(namespace, memory, now);
+    // One statement on both backends: the row is inserted, or updated in place when it is
+    // this namespace's (SQLite's update trigger re-indexes it; PostgreSQL's search column
+    // follows), or left alone when the id is another namespace's (no row returned).
     const row = await this.#context.db
       .insertInto('memories')
-      .values({
-        id: memory.id,
-        user_id: namespace.userId,
-        agent_id: namespace.agentId,
-        content: memory.content,
-        created_at: isoForDatabase(now),
-        origin: origin.by,
-        run_id: origin.by === 'agent' ? origin.runId : null,
-        thread_id: origin.by === 'agent' ? origin.threadId : null,
-      })
+      .values(values)
+      .onConflict((conflict) =>
+        conflict
+          .column('id')
+          .doUpdateSet({ content: values.content, created_at: values.created_at, origin: values.origin, run_id: values.run_id, thread_id: values.thread_id })
+          .where('memories.user_id', '=', namespace.userId)
+          .where('memories.agent_id', '=', namespace.agentId),
+      )
       .returning(MEMORY_COLUMNS)
-      .executeTakeFirstOrThrow();
-    return toMemoryRecord(row);
+      .executeTakeFirst();
+    return row === undefined ? undefined : toMemoryRecord(row);
   }
 
   async search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]> {
@@ -99,6 +105,20 @@ export class SqlMemoryStore implements MemoryStore {
     const result = await this.#context.db.deleteFrom('memories').where('id', '=', memoryId).where('user_id', '=', userId).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
+}
+
+function memoryRow(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso) {
+  const { origin } = memory;
+  return {
+    id: memory.id,
+    user_id: namespace.userId,
+    agent_id: namespace.agentId,
+    content: memory.content,
+    created_at: isoForDatabase(now),
+    origin: origin.by,
+    run_id: origin.by === 'agent' ? origin.runId : null,
+    thread_id: origin.by === 'agent' ? origin.threadId : null,
+  };
 }
 
 function toMemoryRecord(row: MemoryRow): MemoryRecord {

@@ -69,15 +69,9 @@ export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
       if (body.index === false) throw new VigilError('UNSUPPORTED_OPTION', 'vigil always indexes a memory\'s content for search');
       const text = memoryContentSchema.safeParse(content);
       if (!text.success) throw new VigilError('VALIDATION_FAILED', `value.content: ${text.error.issues.map((issue) => issue.message).join('; ')}`);
-      // Replacing a memory: the old text goes, the new one is indexed under the same key.
-      if (await find(userId, agentId, body.key)) await deps.memories.delete(userId, body.key);
-      try {
-        await deps.memories.add(userId, agentId, text.data, body.key);
-      } catch (error) {
-        if (error instanceof VigilError) throw error;
-        // The id is another agent's or another user's memory: that one stays as it is, and unseen (I12).
-        throw new VigilError('MEMORY_EXISTS', `key "${body.key}" is held by another memory; choose another UUID`, { cause: error });
-      }
+      // Added, or the memory with this key replaced, in one write: a reader meanwhile finds the
+      // old text or the new, and a key another agent's or user's memory holds is 409 MEMORY_EXISTS (unseen, I12).
+      await deps.memories.put(userId, agentId, text.data, body.key);
       return reply.status(204).send(null);
     });
 
