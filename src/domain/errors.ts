@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   NOT_FOUND: { status: 404, description: 'No such route.' },
   AGENT_NOT_FOUND: { status: 404, description: 'No agent with this id belongs to you.' },
   THREAD_NOT_FOUND: { status: 404, description: 'No thread with this id belongs to you.' },
+  CHECKPOINT_NOT_FOUND: { status: 404, description: 'Your thread has no checkpoint with this id (LangGraph protocol: `vigil-<n>`, the thread after its first n messages).' },
   RUN_NOT_FOUND: { status: 404, description: 'No run with this id belongs to you.' },
   MEMORY_NOT_FOUND: { status: 404, description: 'No memory with this id belongs to you.' },
   PLAN_NOT_FOUND: { status: 404, description: 'No plan with this id belongs to you.' },

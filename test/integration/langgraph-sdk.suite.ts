@@ -480,6 +480,13 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(history[0]!.checkpoint.checkpoint_id).toBe(state.checkpoint.checkpoint_id);
       const earlier = await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { before: { configurable: { checkpoint_id: history[1]!.checkpoint.checkpoint_id } } });
       expect(earlier[0]!.values.messages.length).toBe(1);
+      // A checkpoint the thread does not have is that, not a missing thread; another user's thread stays not found.
+      for (const checkpoint of ['vigil-99999', 'garbage']) {
+        const missing = await server.request('GET', `/threads/${thread.thread_id}/state/${checkpoint}`);
+        expect([missing.status, missing.body.error.code]).toEqual([404, 'CHECKPOINT_NOT_FOUND']);
+        const bobs = await server.request('GET', `/threads/${thread.thread_id}/state/${checkpoint}`, { token: BOB.token });
+        expect([bobs.status, bobs.body.error.code]).toEqual([404, 'THREAD_NOT_FOUND']);
+      }
       const runs = await alice.runs.list(thread.thread_id);
       expect(runs.map((run) => [run.status, (run.metadata as Json).vigil.trigger])).toEqual([
         ['success', 'cron'],

@@ -33,7 +33,7 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
     const thread = await deps.conversations.getThread(userId, threadId);
     const messages = await visibleMessages(context, userId, threadId);
     const count = at ?? messages.length;
-    if (count > messages.length) throw new VigilError('THREAD_NOT_FOUND', `no checkpoint "vigil-${count}" on thread "${threadId}"`);
+    if (count > messages.length) throw new VigilError('CHECKPOINT_NOT_FOUND', `no checkpoint "vigil-${count}" on thread "${threadId}"`);
     return withInterrupt(toState(thread, messages, count, count === messages.length ? await waiting(userId, threadId) : {}));
   }
 
@@ -145,7 +145,11 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
 
     app.get('/threads/:thread_id/state/:checkpoint_id', { schema: { tags: ['langgraph'], params: checkpointParams, querystring: stateQuery, response: { 200: anyObject, 404: errorBody } } }, async (request) => {
       const count = countOfCheckpointId(request.params.checkpoint_id);
-      if (count === undefined) throw new VigilError('THREAD_NOT_FOUND', `no checkpoint "${request.params.checkpoint_id}"`);
+      // The thread first: another user's thread is not found whatever the checkpoint id (I12).
+      if (count === undefined) {
+        await deps.conversations.getThread(request.userId, request.params.thread_id);
+        throw new VigilError('CHECKPOINT_NOT_FOUND', `no checkpoint "${request.params.checkpoint_id}" on thread "${request.params.thread_id}"`);
+      }
       return stateOf(request.userId, request.params.thread_id, count);
     });
 
