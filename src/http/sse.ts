@@ -1,4 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { VigilError } from '../domain/errors.js';
 import type { VigilEvent } from '../domain/events.js';
 import type { RunOutcome } from '../app/run-coordinator.js';
 import type { HttpDependencies } from './http-dependencies.js';
@@ -28,6 +30,18 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
   const streamClosed = options.metrics?.streamOpened('sse');
   raw.on('close', () => streamClosed?.());
   return raw;
+}
+
+/** An event id a client resumes after (Last-Event-ID, ?after=): a non-negative integer. */
+export const eventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** The request's Last-Event-ID: undefined when absent or empty, VALIDATION_FAILED when it is not an event id. */
+export function lastEventIdOf(request: FastifyRequest): number | undefined {
+  const header = request.headers['last-event-id'];
+  if (typeof header !== 'string' || header === '') return undefined;
+  const parsed = eventIdSchema.safeParse(header);
+  if (!parsed.success) throw new VigilError('VALIDATION_FAILED', 'Last-Event-ID must be an event id (a non-negative integer)');
+  return parsed.data;
 }
 
 /**

@@ -527,6 +527,21 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(new Set(valuesOnly.map((event) => event.event))).toEqual(new Set(['metadata', 'values']));
     });
 
+    it("a stream resumed with a Last-Event-ID that is not an event id is refused (400), as vigil's own events route refuses it; another user 404", async () => {
+      const thread = await alice.threads.create();
+      const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'resume me' }] } });
+      await alice.runs.join(thread.thread_id, run.run_id);
+      const path = `/threads/${thread.thread_id}/runs/${run.run_id}/stream`;
+      for (const id of ['garbage', '-1', '1.5']) {
+        const refused = await server.request('GET', path, { headers: { 'last-event-id': id } });
+        expect([refused.status, refused.body.error?.code], id).toEqual([400, 'VALIDATION_FAILED']);
+        expect((await server.request('GET', `/api/threads/${thread.thread_id}/events`, { headers: { 'last-event-id': id } })).status, id).toBe(400);
+      }
+      expect((await server.request('GET', path, { headers: { 'last-event-id': 'garbage' }, token: BOB.token })).status).toBe(404);
+      const resumed = await server.request('GET', path, { headers: { 'last-event-id': '0' } });
+      expect(resumed.status).toBe(200);
+    });
+
     it('join, join stream, and reconnect with Last-Event-ID: no event lost, none repeated', async () => {
       const thread = await alice.threads.create();
       const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'slow [hold]' }] } });

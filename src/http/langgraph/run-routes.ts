@@ -12,6 +12,7 @@ import { THREAD_ID_MESSAGE, UUID_PATTERN, anyObject, cancelRunQuery, errorBody, 
 import { clientMetadata, findThread, pendingApprovals, resolveAssistant, liveRunningRunOf, selectFields, valuesOf, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 import { CANCEL_REASONS, type InFlight, type ProtocolRunManager } from './run-manager.js';
 import { RunFrames, writeFrames } from './run-stream.js';
+import { lastEventIdOf } from '../sse.js';
 
 type Json = Record<string, unknown>;
 
@@ -314,13 +315,12 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       return finalValues(userId, params.thread_id);
     });
 
-    app.get('/threads/:thread_id/runs/:run_id/stream', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: joinStreamQuery, response: { 200: anyObject, 404: errorBody, 422: errorBody } } }, async (request, reply) => {
+    app.get('/threads/:thread_id/runs/:run_id/stream', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: joinStreamQuery, response: { 200: anyObject, 400: errorBody, 404: errorBody, 422: errorBody } } }, async (request, reply) => {
       const { userId, params, query } = request;
       const run = await runDto(userId, params.thread_id, params.run_id);
       if (query.checkpoint_id !== undefined) throw new VigilError('UNSUPPORTED_OPTION', 'joining a stream from a checkpoint is not supported');
       const modes = query.stream_mode === undefined ? new Set<StreamMode>(SUPPORTED_MODES) : modesOf(query.stream_mode);
-      const header = request.headers['last-event-id'];
-      const after = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : -1;
+      const after = lastEventIdOf(request) ?? -1;
       const cancelOnDisconnect = query.cancel_on_disconnect === '1' || query.cancel_on_disconnect === 'true';
       let frames = runs.framesOf(params.run_id) ?? (await followed(userId, params.thread_id, params.run_id, run)) ?? (await replayed(userId, params.thread_id, params.run_id));
       if (!frames && !['pending', 'running'].includes(String(run.status))) {

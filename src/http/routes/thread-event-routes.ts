@@ -1,12 +1,10 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { VigilError } from '../../domain/errors.js';
 import type { HttpDependencies } from '../http-dependencies.js';
-import { openEventStream, writeOrDrop } from '../sse.js';
+import { eventIdSchema, lastEventIdOf, openEventStream, writeOrDrop } from '../sse.js';
 import { errorBody, threadParams } from '../schemas.js';
 
 const HEARTBEAT_MS = 15_000;
-const eventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /**
  * `GET /api/threads/{id}/events`: every event of the thread as server-sent events, from
@@ -34,13 +32,7 @@ export function threadEventRoutes(deps: HttpDependencies): FastifyPluginAsyncZod
       },
       async (request, reply) => {
         await deps.conversations.getThread(request.userId, request.params.threadId); // I12: another user's thread is a 404
-        const header = request.headers['last-event-id'];
-        let afterEventId = request.query.after;
-        if (typeof header === 'string' && header !== '') {
-          const parsed = eventIdSchema.safeParse(header);
-          if (!parsed.success) throw new VigilError('VALIDATION_FAILED', 'Last-Event-ID must be an event id (a non-negative integer)');
-          afterEventId = parsed.data;
-        }
+        const afterEventId = lastEventIdOf(request) ?? request.query.after;
         const raw = openEventStream(request, reply, { metrics: deps.metrics });
         // Ends on the client going away (or being dropped for not reading), the thread's
         // deletion, or the server stopping; listened for before anything can end it.
