@@ -170,7 +170,9 @@ export function outboundWebhooksSuite(backend: () => Backend, options: { slowMs:
     try {
       const id = `w-${randomUUID().slice(0, 8)}`;
       await strict.request('POST', '/api/agents', { body: { id, name: 'strict' } });
-      for (const url of [`${receiverUrl}/x`, 'http://10.1.2.3/x', 'http://[::1]:80/x', 'http://localhost:9/x', 'ftp://example.com/x']) {
+      // An IPv4 address inside an IPv6 one is that IPv4 address (the URL parser writes [::ffff:127.0.0.1] as [::ffff:7f00:1]).
+      const port = new URL(receiverUrl).port;
+      for (const url of [`${receiverUrl}/x`, 'http://10.1.2.3/x', 'http://[::1]:80/x', 'http://localhost:9/x', 'ftp://example.com/x', `http://[::ffff:127.0.0.1]:${port}/x`, `http://[::ffff:7f00:1]:${port}/x`, 'http://[::ffff:a9fe:a9fe]/latest/meta-data', `http://[64:ff9b::7f00:1]:${port}/x`]) {
         const refused = await strict.request('POST', `/api/agents/${id}/webhooks`, { body: { url, events: ['run.completed'] } });
         expect(refused.status, url).toBe(400);
         expect(refused.body.error.code).toBe('OUTBOUND_ADDRESS_REFUSED');

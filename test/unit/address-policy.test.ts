@@ -7,7 +7,32 @@ describe('outbound address policy', () => {
       expect(isPrivateAddress(address), address).toBe(true);
     }
   });
+  it('refuses an IPv4 address written inside an IPv6 one, in every form URL parsing or DNS can give (mapped, compatible, NAT64, 6to4), and what is not an address', () => {
+    for (const address of [
+      '::ffff:7f00:1', // [::ffff:127.0.0.1] as the URL parser writes it
+      '[::ffff:7f00:1]',
+      '::ffff:a9fe:a9fe', // 169.254.169.254, the cloud metadata address
+      '::FFFF:0A00:0001',
+      '::127.0.0.1',
+      '::7f00:1',
+      '64:ff9b::7f00:1',
+      '64:ff9b::10.0.0.1',
+      '64:ff9b:1::a9fe:a9fe',
+      '2002:7f00:1::',
+      '2002:c0a8:101::1',
+      '0:0:0:0:0:ffff:127.0.0.1',
+      'fe80::1%eth0',
+      'fec0::1',
+      'ff02::1',
+      '198.18.0.1',
+      '192.0.0.8',
+      '255.255.255.255',
+      'not-an-address',
+    ]) {
+      expect(isPrivateAddress(address), address).toBe(true);
+    }
+  });
   it('allows public addresses', () => {
-    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:93.184.216.34']) expect(isPrivateAddress(address), address).toBe(false);
+    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:93.184.216.34', '::ffff:5db8:d822', '64:ff9b::808:808', '2002:808:808::1', '2001:4860:4860::8888']) expect(isPrivateAddress(address), address).toBe(false);
   });
 });

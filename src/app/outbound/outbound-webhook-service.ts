@@ -15,6 +15,7 @@ import type { Clock, RunRecord, StoredMessage } from '../ports.js';
 import type { RunEndEvent } from '../runs/run-request.js';
 import type { SecretBox } from '../webhooks/hook-secret-box.js';
 import type { OutboundWebhookRecord, OutboundWebhookRepository } from './outbound-ports.js';
+import { postBody, publicOnlyLookup } from './guarded-post.js';
 
 export const OUTBOUND_QUEUE = 'outbound-webhook';
 /** A delivery is retried with exponential backoff for up to this long, then recorded failed. */
@@ -42,6 +43,8 @@ export interface OutboundWebhookOptions {
 export class OutboundWebhookService {
   private readonly retryBaseMs: number;
   private readonly disableAfter: number;
+  /** Resolves a webhook's host for its connection, refusing private addresses there too. */
+  private readonly lookup = publicOnlyLookup();
 
   constructor(
     private readonly deps: {
@@ -169,16 +172,14 @@ export class OutboundWebhookService {
       const secret = (await this.deps.secrets()).open(webhook.secretSealed, `outbound-webhook:${webhook.id}`);
       const body = JSON.stringify(delivery.payload);
       const signature = new Webhook(secret).sign(delivery.id, now, body);
-      const response = await fetch(webhook.url, {
-        method: 'POST',
-        redirect: 'manual',
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      statusCode = await postBody(webhook.url, {
         headers: { 'content-type': 'application/json', 'webhook-id': delivery.id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': signature },
         body,
+        timeoutMs: REQUEST_TIMEOUT_MS,
+        // The address connected to is the one judged (a name checked above may resolve differently now).
+        ...(this.options.allowPrivateAddresses ? {} : { lookup: this.lookup }),
       });
-      await response.body?.cancel().catch(() => undefined);
-      statusCode = response.status;
-      if (response.status < 200 || response.status >= 300) error = `the endpoint answered HTTP ${response.status}`;
+      if (statusCode < 200 || statusCode >= 300) error = `the endpoint answered HTTP ${statusCode}`;
     } catch (caught) {
       error = caught instanceof Error ? caught.message : String(caught);
     }
