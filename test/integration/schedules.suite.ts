@@ -84,6 +84,9 @@ export function schedulesSuite(backend: () => Backend): void {
     const history = await server.request('GET', `/api/threads/${fires[0]!.threadId}/history`);
     // The task prompt is the system's message in the person's role: internal (I2).
     expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['assistant']);
+    // I1: the demo model's reply does not quote the schedule's task back as the person's words.
+    expect(history.body.messages[0].content).toContain('Your schedule asked: "Remind me to stretch"');
+    expect(history.body.messages[0].content).not.toContain('You said');
     const internal = await server.request('GET', `/api/threads/${fires[0]!.threadId}/history?include=internal`);
     expect(internal.body.messages[0]).toMatchObject({ role: 'user', visibility: 'internal', content: 'Remind me to stretch' });
     // Nothing more fires for a one-shot.

@@ -33,6 +33,9 @@ export interface DemoChatModelOptions extends BaseChatModelParams {
  * demo agent's follow-up comes; a planner agent on it runs a short scripted plan with
  * tool calls and critic verdicts (demo-planner-answers.ts).
  */
+/** Who wrote a synthetic task, by its trigger type, as the demo model names it. */
+const SYSTEM_SOURCES: Readonly<Record<string, string>> = { cron: 'Your schedule', webhook: 'A webhook', heartbeat: 'The plan overlord' };
+
 export class DemoChatModel extends BaseChatModel {
   private readonly tokenDelayMs: number;
 
@@ -70,7 +73,9 @@ export class DemoChatModel extends BaseChatModel {
     // One quoted memory a line inside the recalled-memories data block.
     const recalled = system ? recalledMemoryCount(textOf(system.content)) : 0;
     const memoryNote = recalled > 0 ? ` I recalled ${recalled} related memor${recalled === 1 ? 'y' : 'ies'}.` : '';
-    return `[demo model] You said: "${quoted}".${memoryNote} Configure VIGIL_MODEL for real answers. Anything else?`;
+    // A task the system wrote in the person's role (a schedule's, a webhook's) is not the person's words (I1).
+    const said = isSynthetic(kwargs) ? `${SYSTEM_SOURCES[String(kwargs.trigger_type)] ?? 'The system'} asked` : 'You said';
+    return `[demo model] ${said}: "${quoted}".${memoryNote} Configure VIGIL_MODEL for real answers. Anything else?`;
   }
 
   /**
