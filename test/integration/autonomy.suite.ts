@@ -454,20 +454,22 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
   });
 
   describe('a thread with only autonomous activity', () => {
-    it('falls back in its memory query as seed 000 says (no source: ERROR, no search), and history shows only the agent\'s replies', async () => {
+    it('falls back in its memory query as seed 000 says (no source: ERROR, no search), history shows only the agent\'s replies, and no follow-up is planned where nobody wrote', async () => {
       const tag = 'autonomous-only';
       const agentId = await agentWith(tag, fast({ maxPerSilence: 2 }));
       await server.request('POST', `/api/agents/${agentId}/memories`, { body: { content: 'Continue our conversation naturally about gardens' } });
       const threadId = await threadOf(agentId);
+      // Asked for explicitly, a follow-up runs on a thread nobody wrote in; after it, none is planned: there is no person's silence.
       await server.services.autonomy.planFollowUp(ALICE.id, threadId, 'Welcome!');
-      await eventually(async () => (await timers(threadId)).some((timer) => timer.stateReason === 'cap_per_silence'));
+      await eventually(async () => (await timers(threadId)).some((timer) => timer.state === 'skipped' && timer.stateReason === 'no_person'));
+      expect((await timers(threadId)).filter((timer) => timer.stateReason === 'cap_per_silence')).toEqual([]);
       const autonomyRuns = (await runs(threadId)).map((run) => run.id);
-      expect(autonomyRuns).toHaveLength(2);
+      expect(autonomyRuns).toHaveLength(1);
       for (const runId of autonomyRuns) {
         expect(server.logs.some((line) => line.runId === runId && line.msg === 'Empty thread - no query source available for memory retrieval' && line.level === 50)).toBe(true);
         expect(server.logs.some((line) => line.runId === runId && line.msg === 'Memory query source selected')).toBe(false);
       }
-      expect((await history(threadId)).map((message) => message.role)).toEqual(['assistant', 'assistant']);
+      expect((await history(threadId)).map((message) => message.role)).toEqual(['assistant']);
       expect((await server.request('GET', `/api/threads/${threadId}`)).body.lastUserActivityAt).toBeNull();
 
       // With a real message before it, the follow-up searches with that message.

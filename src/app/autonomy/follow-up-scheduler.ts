@@ -21,6 +21,11 @@ export interface PlanRequest {
   fallbackTrigger: AutonomousTriggerType;
   sourceRunId: string | null;
   signal: AbortSignal;
+  /**
+   * Plan only where a person has written (after a run, always): a thread nobody wrote in has
+   * no silence to follow up. Off for an explicit request (AutonomyService.planFollowUp).
+   */
+  requirePerson?: boolean;
 }
 
 /**
@@ -63,6 +68,7 @@ export class FollowUpScheduler {
         fallbackTrigger: isAutonomousTriggerType(previous) ? previous : 'check_in',
         sourceRunId: outcome.run.id,
         signal: event.signal,
+        requirePerson: true,
       });
     } catch (error) {
       // A person wrote while the evaluator thought: their run plans the next follow-up.
@@ -86,6 +92,11 @@ export class FollowUpScheduler {
     const now = clock.now();
     const base = { threadId: request.threadId, userId: request.userId, agentId: request.agent.id, attempt: ordinal, scheduledAgainst, sourceRunId: request.sourceRunId };
 
+    // A follow-up answers a person's silence: on a thread nobody wrote in (a schedule's or a
+    // webhook's new thread) there is none, and nobody to follow up with.
+    if (request.requirePerson === true && scheduledAgainst === null) {
+      return this.record({ ...base, dueAt: now.toISOString(), triggerType: request.fallbackTrigger, reason: 'nobody has written in this thread', state: 'skipped', stateReason: 'no_person' }, now, log);
+    }
     // Checked before the evaluator: a cap reached means no model call at all (I5).
     if (ordinal > policy.maxPerSilence) {
       return this.record({ ...base, dueAt: now.toISOString(), triggerType: request.fallbackTrigger, reason: 'no further follow-up in this silence', state: 'skipped', stateReason: 'cap_per_silence' }, now, log);

@@ -13,7 +13,8 @@ export type SkipReason =
   | 'cap_per_silence'
   | 'cap_per_day'
   | 'budget' // the agent's daily model-call budget is spent
-  | 'evaluator_declined'; // the model evaluator said no follow-up is needed
+  | 'evaluator_declined' // the model evaluator said no follow-up is needed
+  | 'no_person'; // nobody has written in the thread (a schedule's or a webhook's own): no silence to follow up
 
 export interface FollowUpCounts {
   /** Follow-ups already fired since the thread's last real user message. */
