@@ -383,6 +383,46 @@ export function webhookSuite(backend: () => Backend): void {
       }
     });
 
+    it('I11: a delivery accepted once runs once: after its thread is deleted a replay is still refused (409) and the delivery stays listed, its thread marked deleted', async () => {
+      const hook = await createHook({});
+      const deliveryId = `deleted-${randomUUID()}`;
+      const payload = { kind: 'push', repo: 'acme/api' };
+      const accepted = await deliver(hook, payload, { deliveryId });
+      expect(accepted.status, accepted.text).toBe(202);
+      expect((await runOf(accepted.body.runId))?.status).toBe('succeeded');
+      const replay = await deliver(hook, payload, { deliveryId });
+      expect(replay.status).toBe(409);
+      expect(replay.body.error.code).toBe('HOOK_DELIVERY_REPLAYED');
+      expect((await server.request('DELETE', `/api/threads/${accepted.body.threadId}`)).status).toBe(204);
+      const callsBefore = model.calls.length;
+      // Each resend, freshly signed: neither a 404 that forgets the delivery nor a second run.
+      for (const attempt of [1, 2, 3]) {
+        const resent = await deliver(hook, payload, { deliveryId });
+        expect(resent.status, `resend ${attempt}: ${resent.text}`).toBe(409);
+        expect(resent.body.error.code, `resend ${attempt}`).toBe('HOOK_DELIVERY_REPLAYED');
+      }
+      const listed = (await server.request('GET', `/api/hooks/${hook.id}/deliveries`)).body.deliveries as Array<Record<string, unknown>>;
+      expect(listed).toEqual([
+        { deliveryId, receivedAt: expect.any(String), runId: accepted.body.runId, threadId: accepted.body.threadId, threadDeleted: true, runStatus: 'succeeded', runReason: null },
+      ]);
+      expect(model.calls.length, 'no model call for a second run').toBe(callsBefore);
+      // A delivery whose earlier attempt died before storing its task is still not a replay
+      // once that attempt's (empty) thread is deleted: the retry runs it, on a new thread.
+      const emptyThread = await newThread();
+      const crashed = `crashed-deleted-${randomUUID()}`;
+      const earlierRunId = await earlierAttempt(hook, crashed, { receivedAgoMs: 60_000, run: { threadId: emptyThread, status: 'failed' } });
+      expect((await server.request('DELETE', `/api/threads/${emptyThread}`)).status).toBe(204);
+      const retried = await deliver(hook, payload, { deliveryId: crashed });
+      expect(retried.status, retried.text).toBe(202);
+      expect(retried.body.runId).not.toBe(earlierRunId);
+      expect(retried.body.threadId).not.toBe(emptyThread);
+      expect((await runOf(retried.body.runId))?.status).toBe('succeeded');
+      expect(await tasksIn(retried.body.threadId, crashed)).toBe(1);
+      const again = await deliver(hook, payload, { deliveryId: crashed });
+      expect(again.status).toBe(409);
+      expect(again.body.error.code).toBe('HOOK_DELIVERY_REPLAYED');
+    });
+
     it('I11: a delivery whose run ends before its task is stored is not accepted: 503 HOOK_TASK_NOT_STORED, nothing half-written (its id is forgotten), and the sender\'s retry runs it once', async () => {
       const threadId = await newThread();
       const hook = await createHook({ threadId });
@@ -454,7 +494,7 @@ export function webhookSuite(backend: () => Backend): void {
       expect(deliveries.map((delivery) => delivery.deliveryId).sort()).toEqual([first.body.deliveryId, second.body.deliveryId].sort());
       expect(Date.parse(deliveries[0]!.receivedAt)).toBeGreaterThanOrEqual(Date.parse(deliveries[1]!.receivedAt));
       const ofFirst = deliveries.find((delivery) => delivery.deliveryId === first.body.deliveryId);
-      expect(ofFirst).toEqual({ deliveryId: first.body.deliveryId, receivedAt: expect.any(String), runId: first.body.runId, threadId: first.body.threadId, runStatus: 'succeeded', runReason: null });
+      expect(ofFirst).toEqual({ deliveryId: first.body.deliveryId, receivedAt: expect.any(String), runId: first.body.runId, threadId: first.body.threadId, threadDeleted: false, runStatus: 'succeeded', runReason: null });
       expect((await server.request('GET', `/api/hooks/${hook.id}/deliveries?limit=1`)).body.deliveries).toHaveLength(1);
       expect((await server.request('GET', `/api/hooks/${hook.id}/deliveries?limit=0`)).status).toBe(400);
     });

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { HookDelivery, HookRecord, HookStore, HookWithSecret, NewHook } from '../../app/webhooks/hook-store.js';
+import type { HookDelivery, HookRecord, HookStore, HookWithSecret, NewHook, NewHookDelivery } from '../../app/webhooks/hook-store.js';
 import type { Iso } from '../../app/ports.js';
 import type { Database, SqlContext } from './database.js';
 import type { HookDeliveriesTable, HookTables, HooksTable } from './hook-tables.js';
@@ -63,7 +63,7 @@ export class SqlHookRepository implements HookStore {
   }
 
   /** ON CONFLICT DO NOTHING: the primary key decides, atomically, who recorded it first. */
-  async recordDelivery(delivery: HookDelivery): Promise<boolean> {
+  async recordDelivery(delivery: NewHookDelivery): Promise<boolean> {
     const row = await this.#db
       .insertInto('hook_deliveries')
       .values({ hook_id: delivery.hookId, delivery_id: delivery.deliveryId, run_id: delivery.runId, received_at: isoForDatabase(delivery.receivedAt) })
@@ -121,5 +121,5 @@ function toHookRecord(row: Selectable<HooksTable>): HookRecord {
 }
 
 function toHookDelivery(row: Selectable<HookDeliveriesTable>): HookDelivery {
-  return { hookId: row.hook_id, deliveryId: row.delivery_id, runId: row.run_id, receivedAt: isoFromDatabase(row.received_at) };
+  return { hookId: row.hook_id, deliveryId: row.delivery_id, runId: row.run_id, receivedAt: isoFromDatabase(row.received_at), threadDeleted: Number(row.thread_deleted) !== 0 };
 }

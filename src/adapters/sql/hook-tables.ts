@@ -2,6 +2,7 @@
  * Kysely types of the webhook tables (migration 0003), for `db.withTables<HookTables>()`.
  * Type aliases, not interfaces: withTables wants types with an implicit index signature.
  */
+import type { Generated } from 'kysely';
 import type { Timestamp } from './database.js';
 
 export type HooksTable = {
@@ -22,6 +23,8 @@ export type HookDeliveriesTable = {
   delivery_id: string;
   run_id: string;
   received_at: Timestamp;
+  /** 1 once the thread that held the delivery's task was deleted (migration 0019). */
+  thread_deleted: Generated<number>;
 };
 
 export type HookTables = {

@@ -8,9 +8,38 @@ import type { Transaction } from 'kysely';
 import type { ApprovalTables } from './approval-repository.js';
 import type { CheckInTables } from './check-in-repository.js';
 import type { Database } from './database.js';
+import type { HookTables } from './hook-tables.js';
 import type { OutboundTables } from './outbound-webhook-repository.js';
 import type { PlanTables } from './plan-repository.js';
 import type { TelegramTables } from './telegram-tables.js';
+
+/**
+ * What a thread's deletion must keep of it, in the transaction that deletes it and before
+ * its messages go: which webhook deliveries it held the task of. A retried delivery is
+ * told from a replay by its run's messages in the thread (hook-service.ts takeOver), so
+ * without this a replay after the deletion was taken for a retry of a delivery that never
+ * stored its task: it was taken over, failed on the missing thread, its record was
+ * forgotten, and the next replay ran the task a second time. Nothing happens when the
+ * thread is not the user's.
+ */
+export async function keepThreadAcceptedDeliveries(trx: Transaction<Database>, userId: string, threadId: string): Promise<void> {
+  await trx
+    .withTables<HookTables>()
+    .updateTable('hook_deliveries')
+    .set({ thread_deleted: 1 })
+    .where('thread_deleted', '=', 0)
+    .where('run_id', 'in', (eb) =>
+      eb
+        .selectFrom('thread_messages')
+        .innerJoin('threads', 'threads.id', 'thread_messages.thread_id')
+        .select('thread_messages.run_id')
+        .where('thread_messages.thread_id', '=', threadId)
+        .where('threads.user_id', '=', userId)
+        .where('thread_messages.run_id', 'is not', null)
+        .$narrowType<{ run_id: string }>(),
+    )
+    .execute();
+}
 
 /**
  * What a thread's deletion takes with it, in the transaction that deletes the thread (its

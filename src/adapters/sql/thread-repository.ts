@@ -17,7 +17,7 @@ import type { Visibility } from '../../domain/message-metadata.js';
 import { appendInOneStatement, type CounterChange } from './append-messages-postgres.js';
 import { decodeMessageCursor, decodeThreadCursor, encodeMessageCursor, encodeThreadCursor } from './cursor.js';
 import type { Database, SqlContext, ThreadMessagesTable, ThreadsTable } from './database.js';
-import { deleteThreadOwnedRows } from './owned-rows.js';
+import { deleteThreadOwnedRows, keepThreadAcceptedDeliveries } from './owned-rows.js';
 import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
 
 /** A row as appendMessages writes it: every column set, timestamps as ISO text. */
@@ -142,6 +142,7 @@ export class SqlThreadRepository implements ThreadRepository {
 
   async delete(userId: string, threadId: string): Promise<boolean> {
     return this.#context.transaction(async (trx) => {
+      await keepThreadAcceptedDeliveries(trx, userId, threadId);
       // Messages go by ON DELETE CASCADE (SQLite runs with foreign_keys = ON).
       const result = await trx.deleteFrom('threads').where('id', '=', threadId).where('user_id', '=', userId).executeTakeFirst();
       if (result.numDeletedRows === 0n) return false;

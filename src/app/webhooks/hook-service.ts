@@ -232,25 +232,33 @@ export class HookService {
    * later), or died first: its run ended without adding a message to the thread (the
    * orphaned-run sweep ended it), or it never recorded a run and was received more than
    * UNRECORDED_RUN_GRACE_MS ago. Then this attempt takes the delivery over, once, and runs
-   * on the earlier attempt's thread when it had one (returned). Without this, a delivery
-   * cut short by a crash before its 202 was refused on every retry and never ran.
+   * on the earlier attempt's thread when it had one and it still exists (returned; else a
+   * new thread). Without this, a delivery cut short by a crash before its 202 was refused
+   * on every retry and never ran. A delivery whose task was in a thread since deleted is a
+   * replay too: the deletion marked its record (threadDeleted), as the message that told
+   * went with the thread.
    */
   private async takeOver(hook: HookWithSecret, deliveryId: string, attempt: { runId: string; receivedAt: string }, log: Logger): Promise<string | undefined> {
     const { store, conversations, clock } = this.deps;
     const earlier = await store.getDelivery(hook.id, deliveryId);
     if (earlier === undefined) throw pending(deliveryId); // forgotten meanwhile: the sender's next try records it anew
+    const replayed = () => new VigilError('HOOK_DELIVERY_REPLAYED', `delivery "${deliveryId}" was already received by this webhook`);
+    if (earlier.threadDeleted) throw replayed();
     const run = await conversations.getRun(hook.userId, earlier.runId).catch(() => undefined);
     if (run === undefined) {
       if (clock.now().getTime() - Date.parse(earlier.receivedAt) <= UNRECORDED_RUN_GRACE_MS) throw pending(deliveryId);
     } else {
-      if (await conversations.runAddedMessages(hook.userId, run)) {
-        throw new VigilError('HOOK_DELIVERY_REPLAYED', `delivery "${deliveryId}" was already received by this webhook`);
-      }
+      if (await conversations.runAddedMessages(hook.userId, run)) throw replayed();
       if (run.status === 'running') throw pending(deliveryId);
     }
     if (!(await store.takeOverDelivery(hook.id, deliveryId, earlier.runId, attempt))) throw pending(deliveryId);
     log.warn({ deliveryId, earlierRunId: earlier.runId, earlierRunStatus: run?.status ?? null, runId: attempt.runId }, 'a delivery whose earlier attempt never stored its task is received again');
-    return hook.threadId === null ? run?.threadId : undefined;
+    if (hook.threadId !== null || run === undefined) return undefined;
+    // The earlier attempt's thread, unless it was deleted since (it held nothing of this delivery).
+    return (await conversations.getThread(hook.userId, run.threadId).catch((error: unknown) => {
+      if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND') return undefined;
+      throw error;
+    }))?.id;
   }
 
   /** Whether the delivery's run added its task to the thread (a run that failed after storing it did). */

@@ -27,7 +27,15 @@ export interface HookDelivery {
   deliveryId: string;
   runId: string;
   receivedAt: Iso;
+  /**
+   * The thread that held the delivery's task was deleted. The record stays: the delivery
+   * was accepted, and a replay of it is refused as before (its task's message, the
+   * evidence takeOver looks for, went with the thread).
+   */
+  threadDeleted: boolean;
 }
+
+export type NewHookDelivery = Omit<HookDelivery, 'threadDeleted'>;
 
 /** Storage of hooks and their deliveries (adapters/sql/hook-repository.ts). */
 export interface HookStore {
@@ -43,7 +51,7 @@ export interface HookStore {
    * Record a delivery atomically; false when (hookId, deliveryId) was already recorded (a
    * replay). Exactly one of several concurrent identical deliveries gets true.
    */
-  recordDelivery(delivery: HookDelivery): Promise<boolean>;
+  recordDelivery(delivery: NewHookDelivery): Promise<boolean>;
   /**
    * Hand a recorded delivery to a new attempt (the first died before its task was stored):
    * true for exactly one caller, and only while the record still names `fromRunId`.

@@ -45,6 +45,7 @@ export const hookDeliveryDto = z.object({
   receivedAt: z.string(),
   runId: z.string(),
   threadId: z.string().nullable().describe('null until the run is recorded'),
+  threadDeleted: z.boolean().describe('the thread that held its task was deleted; the delivery stays recorded, and a replay of it is still refused'),
   runStatus: z.string().nullable().describe('the run as it stands; null until it is recorded'),
   runReason: z.string().nullable(),
 });
@@ -87,6 +88,7 @@ export function hookRoutes(hooks: HookService): FastifyPluginAsyncZod {
           receivedAt: delivery.receivedAt,
           runId: delivery.runId,
           threadId: run?.threadId ?? null,
+          threadDeleted: delivery.threadDeleted,
           runStatus: run?.status ?? null,
           runReason: run?.reason ?? null,
         })),
