@@ -10,8 +10,11 @@ export interface AgentGraph {
     input: Record<string, unknown> | null,
     options: RunnableConfig & { streamMode: ('messages' | 'values' | 'custom')[]; durability?: 'sync' | 'async' | 'exit' },
   ): Promise<AsyncIterable<unknown>>;
-  /** `tasks[].interrupts`: what the thread waits for when a node called interrupt() (I16). */
-  getState(config: RunnableConfig): Promise<{ values: unknown; tasks?: ReadonlyArray<{ interrupts?: readonly unknown[] }> }>;
+  /**
+   * `tasks[].interrupts`: what the thread waits for when a node called interrupt() (I16);
+   * `next`: the nodes still to run (none once a turn reached its end).
+   */
+  getState(config: RunnableConfig): Promise<{ values: unknown; next?: readonly string[]; tasks?: ReadonlyArray<{ interrupts?: readonly unknown[] }> }>;
 }
 
 export interface RegisteredGraph {

@@ -301,6 +301,22 @@ export class RunCoordinator {
     return 'unanswered';
   }
 
+  /**
+   * Where a turn stands in the thread's checkpoint once a decided tool step was taken up (the
+   * checkpoint no longer waits on it): at its end (`answered`: nothing left to run, whether
+   * the agent replied or a later run moved the thread on), stopped at another step's
+   * interrupt (`waiting` for a person), or with nodes left to run and nothing to wait for
+   * (`unanswered`: a run was cut short mid-turn; resuming with no input finishes it, and a
+   * node that already ran is not run again).
+   */
+  async inspectTakenUpStep(agent: AgentRecord, context: RunContext): Promise<'answered' | 'unanswered' | 'waiting'> {
+    const registered = this.deps.graphs[agent.kind];
+    if (!registered) return 'answered';
+    const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: agent.model ?? this.deps.defaultModel }));
+    if ((state.tasks ?? []).some((task) => (task.interrupts ?? []).length > 0)) return 'waiting';
+    return (state.next ?? []).length > 0 ? 'unanswered' : 'answered';
+  }
+
   /** Bring the thread's projection in step with its checkpoint (after a crash left it behind). */
   async syncProjection(agent: AgentRecord, context: RunContext, runId: string | null): Promise<StoredMessage[]> {
     const registered = this.deps.graphs[agent.kind];

@@ -6,8 +6,10 @@ import { redact } from '../../domain/redaction.js';
 import type { RunContext } from '../../domain/run-context.js';
 import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDecisionBody, type ApprovalRecord, type ApprovalStatus, type DecidedStatus } from '../../domain/tools/approval.js';
 import type { DueJob, JobQueue } from '../job-queue.js';
-import type { AgentRecord, Clock, EventBus, Storage } from '../ports.js';
+import type { Admission } from '../runs/run-request.js';
+import type { AgentRecord, Clock, EventBus, RunRecord, Storage } from '../ports.js';
 import type { RunCoordinator } from '../run-coordinator.js';
+import { inspectCutShortTurn, interruptedRun } from '../runs/turn-recovery.js';
 import type { ApprovalAsk, ApprovalDecisionWrite, ApprovalGate, ApprovalRepository } from './approval-ports.js';
 import { detached } from './detached-context.js';
 
@@ -357,11 +359,32 @@ export class ApprovalService implements ApprovalGate {
       // autonomy budget as it comes when the run is one of autonomy's (I5).
       firstCallPrepaid: false,
       // Under the thread's lock: resume only if the checkpoint still waits on this step (a
-      // repeated delivery, or a person's message in between, finds nothing to resume).
-      admit: async (admitted) => ((await this.deps.waitingStep(agent, admitted)) === record.messageId ? { admitted: true } : { admitted: false, reason: 'not_waiting' }),
+      // repeated delivery, or a person's message in between, finds nothing to resume) — or
+      // finish the turn of a run that took the step up and was cut short (a crash).
+      admit: async (admitted) => ((await this.deps.waitingStep(agent, admitted)) === record.messageId ? { admitted: true } : this.admitCutShort(record, agent, waitingRun, admitted, log)),
     });
     if ('declined' in outcome) return log.debug({ reason: outcome.declined }, 'nothing to resume');
     log.info({ runId: outcome.run.id, status: outcome.run.status }, 'resumed after the approvals were decided');
+  }
+
+  /**
+   * Under the thread's lock, the checkpoint no longer waiting on the record's step: it was
+   * taken up. When the run that took it up is the thread's newest and was cut short (its
+   * process died after a decided call ran; the resume job is then delivered again), its
+   * turn is finished from the checkpoint, once, as a follow-up's is (turn-recovery.ts):
+   * the calls already made are not made again, the model goes on from their results, and
+   * a plan goes on to its end. Without this the turn stayed unfinished, the person got no
+   * reply, and a plan stayed `active` with nothing working on it. A repeated delivery after
+   * a resume that ended (or a person's message, or another run since) finds nothing to do.
+   */
+  private async admitCutShort(record: ApprovalRecord, agent: AgentRecord, waitingRun: RunRecord, context: RunContext, log: Logger): Promise<Admission> {
+    const { storage, coordinator, clock } = this.deps;
+    const [newest] = await storage.runs.listByThread(record.userId, record.threadId, { limit: 1 });
+    const tookItUp = newest !== undefined && newest.id !== waitingRun.id && newest.correlationId === waitingRun.correlationId;
+    if (!tookItUp || !interruptedRun(newest)) return { admitted: false, reason: 'not_waiting' };
+    const { turn } = await inspectCutShortTurn({ coordinator, storage }, agent, context, { takenUpStep: record.messageId }, { runId: newest.id, record: newest }, clock.now().toISOString());
+    log.warn({ previousRunId: newest.id, previousStatus: newest.status, turn }, 'finishing the turn of a resumed run that was cut short');
+    return turn === 'unanswered' ? { admitted: true } : { admitted: false, reason: `turn_${turn}` };
   }
 
   private eventBase(record: ApprovalRecord) {

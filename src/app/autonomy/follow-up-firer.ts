@@ -151,7 +151,7 @@ export class FollowUpFirer {
     if (current?.state !== 'fired' || current.runId !== timer.runId) return { admitted: false, reason: 'already_recovered' };
     const previous = current.runId ? await storage.runs.get(current.userId, current.runId) : undefined;
     if (previous && !interruptedRun(previous)) return { admitted: false, reason: 'already_done' };
-    const { turn, synced } = await inspectCutShortTurn({ coordinator, storage }, agent, context, followUpMessageId(timer.id), { runId: current.runId, record: previous }, now);
+    const { turn, synced } = await inspectCutShortTurn({ coordinator, storage }, agent, context, { messageId: followUpMessageId(timer.id) }, { runId: current.runId, record: previous }, now);
     log.warn({ previousRunId: current.runId, turn }, 'recovering a follow-up whose fire was interrupted');
     if (turn === 'answered' || turn === 'superseded') {
       // The checkpoint has the whole turn (or a person moved on): only the projection lagged.

@@ -143,7 +143,7 @@ export class CheckInService {
     if (current?.state !== 'fired' || current.runId !== record.runId) return { admitted: false, reason: 'already_recovered' };
     const previous = current.runId ? await storage.runs.get(current.userId, current.runId) : undefined;
     if (previous && !interruptedRun(previous)) return { admitted: false, reason: 'already_done' };
-    const { turn } = await inspectCutShortTurn({ coordinator, storage }, owner.agent, context, checkInMessageId(record.id), { runId: current.runId, record: previous }, now.toISOString());
+    const { turn } = await inspectCutShortTurn({ coordinator, storage }, owner.agent, context, { messageId: checkInMessageId(record.id) }, { runId: current.runId, record: previous }, now.toISOString());
     log.warn({ previousRunId: current.runId, turn }, 'recovering a check-in whose run was cut short');
     // The checkpoint has the whole turn, or a person spoke since: kept, or moot.
     if (turn === 'answered' || turn === 'superseded') return { admitted: false, reason: `turn_${turn}` };

@@ -5,15 +5,24 @@ import { STOPPING_REASON } from '../run-coordinator.js';
 import { endedByDeadProcess, processEndedRunEnd } from './orphaned-run-sweeper.js';
 
 /**
- * A triggered turn (a follow-up, a check-in) whose run was cut short: still marked running
- * (its process died), cancelled by a graceful stop, or ended by the sweep. Its timer was
- * marked fired, so without recovery the turn the agent planned or promised never happens.
+ * A triggered turn (a follow-up, a check-in, a tool step a person decided) whose run was
+ * cut short: still marked running (its process died), cancelled by a graceful stop, or
+ * ended by the sweep. Its timer was marked fired (its approvals decided), so without
+ * recovery the turn the agent planned or promised (the person approved) never finishes.
  */
 export function interruptedRun(run: Pick<RunRecord, 'status' | 'reason'>): boolean {
   return run.status === 'running' || (run.status === 'cancelled' && run.reason === STOPPING_REASON) || endedByDeadProcess(run);
 }
 
-export type TurnState = 'absent' | 'answered' | 'superseded' | 'unanswered';
+/** `waiting`: the graph stopped at another interrupt (a later step waits for a person). */
+export type TurnState = 'absent' | 'answered' | 'superseded' | 'unanswered' | 'waiting';
+
+/**
+ * Which turn: the one a message started (a follow-up's, a check-in's), found by that
+ * message in the checkpoint; or the one a decided tool step belongs to, once the step was
+ * taken up (the checkpoint no longer waits on it), found by where the graph stopped.
+ */
+export type CutShortTurn = { messageId: string } | { takenUpStep: string };
 
 /**
  * Under the thread's lock (nothing else runs on it): where the cut-short turn stands in the
@@ -25,12 +34,12 @@ export async function inspectCutShortTurn(
   deps: { coordinator: RunCoordinator; storage: Storage },
   agent: AgentRecord,
   context: RunContext,
-  messageId: string,
-  /** The cut-short run: its id as the timer recorded it, and its record when it was written. */
+  which: CutShortTurn,
+  /** The cut-short run: its id as the timer recorded it (or the run found), and its record when it was written. */
   previous: { runId: string | null; record: RunRecord | undefined },
   now: string,
 ): Promise<{ turn: TurnState; synced: StoredMessage[] }> {
-  const turn = await deps.coordinator.inspectTurn(agent, context, messageId);
+  const turn = 'messageId' in which ? await deps.coordinator.inspectTurn(agent, context, which.messageId) : await deps.coordinator.inspectTakenUpStep(agent, context);
   if (previous.record?.status === 'running') {
     const end = turn === 'answered' ? { status: 'succeeded' as const, reason: 'its process ended after the reply was saved' } : processEndedRunEnd(now);
     await deps.storage.runs.finish(previous.record.id, { ...end, endedAt: now });
