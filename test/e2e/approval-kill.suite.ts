@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { demoDecision, DEMO_MILESTONES } from '../../src/adapters/llm/demo-planner-answers.js';
 import { PROCESS_ENDED_REASON } from '../../src/app/runs/orphaned-run-sweeper.js';
+import { STOPPING_REASON } from '../../src/app/run-coordinator.js';
 import { ScriptedOpenAiServer, type RecordedRequest } from '../helpers/openai-server.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
@@ -191,7 +192,10 @@ export function approvalKillSuite(environment: () => Promise<{ env: Record<strin
     expect(stopped.code).toBe(0);
     server = undefined;
   }, 120_000 + recoveryTimeoutMs);
-  it('I16: the same on a chat agent: killed while the model answers an approved call\'s result, the turn is finished after a restart, the call not run again', async () => {
+  it.each([
+    ['killed (kill -9)', 'SIGKILL', PROCESS_ENDED_REASON, 'failed'],
+    ['stopped (SIGTERM, the run cancelled at the shutdown deadline)', 'SIGTERM', STOPPING_REASON, 'cancelled'],
+  ] as const)('I16: the same on a chat agent, %s while the model answers an approved call\'s result: the turn is finished after a restart, the call not run again', async (_how, signal, cutReason, cutStatus) => {
     provider.reset();
     let hungOnce = false;
     provider.respondWith((request) => {
@@ -204,18 +208,21 @@ export function approvalKillSuite(environment: () => Promise<{ env: Record<strin
       }
       return { toolCalls: [{ id: 'call_coffee', name: 'memory_write', arguments: { content: 'likes coffee' } }] };
     });
-    const env = { VIGIL_DATA_DIR: dataDir, VIGIL_MODEL: 'openai:scripted-model', OPENAI_BASE_URL: provider.baseUrl, ...place.env };
+    // A short shutdown deadline: the hung model call is cancelled by the stop, not waited for.
+    const env = { VIGIL_DATA_DIR: dataDir, VIGIL_MODEL: 'openai:scripted-model', OPENAI_BASE_URL: provider.baseUrl, VIGIL_SHUTDOWN_TIMEOUT_MS: '300', ...place.env };
     server = await startServerProcess(env);
-    const agent = await call('POST', '/api/agents', { id: 'chatter', name: 'Chatter', tools: { approval: { memory_write: { attended: 'ask' } } } });
+    const agentId = `chatter-${signal.toLowerCase()}`;
+    const agent = await call('POST', '/api/agents', { id: agentId, name: 'Chatter', tools: { approval: { memory_write: { attended: 'ask' } } } });
     expect(agent.status, JSON.stringify(agent.body)).toBe(201);
-    const threadId = (await call('POST', '/api/threads', { agentId: 'chatter' })).body.id as string;
+    const threadId = (await call('POST', '/api/threads', { agentId })).body.id as string;
     const first = (await call('POST', `/api/threads/${threadId}/messages`, { content: 'Remember that I like coffee' })).body.run as Json;
     expect(first.status).toBe('interrupted');
     const [pending] = (await call('GET', `/api/approvals?threadId=${threadId}&status=pending`)).body.approvals as Json[];
     expect((await call('POST', `/api/approvals/${pending!.id}/decision`, { decision: 'approve' })).body).toMatchObject({ status: 'approved' });
     // The call ran and its result is checkpointed once the model is asked about it: kill there.
     await waitFor(async () => hungOnce, 30_000, 'the model call after the approved call');
-    server.child.kill('SIGKILL');
+    if (signal === 'SIGKILL') server.child.kill('SIGKILL');
+    else await server.stop('SIGTERM');
     await server.exited;
     server = await startServerProcess(env);
 
@@ -227,10 +234,10 @@ export function approvalKillSuite(environment: () => Promise<{ env: Record<strin
     runs = (await runsOf(threadId)).filter((run) => run.correlationId === first.correlationId);
     expect(runs.map((run) => [run.status, run.reason])).toEqual([
       ['interrupted', expect.stringContaining('approval')],
-      ['failed', PROCESS_ENDED_REASON],
+      [cutStatus, cutReason],
       ['succeeded', null],
     ]);
-    const memories = (await call('GET', '/api/agents/chatter/memories?limit=100')).body.memories as Json[];
+    const memories = (await call('GET', `/api/agents/${agentId}/memories?limit=100`)).body.memories as Json[];
     expect(memories.map((memory) => memory.content)).toEqual(['likes coffee']);
     expect(provider.requests.filter((request) => lastOf(request).role === 'user')).toHaveLength(1); // the call was not asked for again
     const history = (await call('GET', `/api/threads/${threadId}/history`)).body.messages as Json[];

@@ -5,10 +5,10 @@ import type { VigilEvent } from '../../domain/events.js';
 import { redact } from '../../domain/redaction.js';
 import type { RunContext } from '../../domain/run-context.js';
 import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDecisionBody, type ApprovalRecord, type ApprovalStatus, type DecidedStatus } from '../../domain/tools/approval.js';
-import type { DueJob, JobQueue } from '../job-queue.js';
+import { RetryLater, type DueJob, type JobQueue } from '../job-queue.js';
 import type { Admission } from '../runs/run-request.js';
 import type { AgentRecord, Clock, EventBus, RunRecord, Storage } from '../ports.js';
-import type { RunCoordinator } from '../run-coordinator.js';
+import { STOPPING_REASON, type RunCoordinator, type RunOutcome } from '../run-coordinator.js';
 import { inspectCutShortTurn, interruptedRun } from '../runs/turn-recovery.js';
 import type { ApprovalAsk, ApprovalDecisionWrite, ApprovalGate, ApprovalRepository } from './approval-ports.js';
 import { detached } from './detached-context.js';
@@ -325,16 +325,22 @@ export class ApprovalService implements ApprovalGate {
   private async onResume(job: DueJob): Promise<void> {
     const record = await this.deps.repository.getById(String(job.payload.approvalId));
     if (!record) return;
-    await this.resume(record);
+    const outcome = await this.resume(record);
+    // A shutdown stopped the resumed run: the job comes again after the restart, whose
+    // recovery (admitCutShort) finishes the turn, as a follow-up's is finished.
+    if (outcome?.run.status === 'cancelled' && outcome.run.reason === STOPPING_REASON) throw new RetryLater('the resumed run was interrupted by a shutdown');
   }
 
   /** Resume the run that waits on the record's step, if the thread's checkpoint still waits on it. */
-  private async resume(record: ApprovalRecord, options: { forPerson?: boolean } = {}): Promise<void> {
+  private async resume(record: ApprovalRecord, options: { forPerson?: boolean } = {}): Promise<RunOutcome | undefined> {
     const { storage, coordinator, clock } = this.deps;
     const agent = await storage.agents.get(record.userId, record.agentId);
     const waitingRun = await storage.runs.get(record.userId, record.runId);
     const log = this.deps.logger.child({ threadId: record.threadId, waitingRunId: record.runId, approvalId: record.id });
-    if (!agent || !waitingRun) return log.warn({ agentFound: agent !== undefined, waitingRunFound: waitingRun !== undefined }, 'a decided approval has nothing to resume: its agent or the run that waited is gone');
+    if (!agent || !waitingRun) {
+      log.warn({ agentFound: agent !== undefined, waitingRunFound: waitingRun !== undefined }, 'a decided approval has nothing to resume: its agent or the run that waited is gone');
+      return undefined;
+    }
     const context: RunContext = {
       runId: randomUUID(),
       threadId: record.threadId,
@@ -363,8 +369,12 @@ export class ApprovalService implements ApprovalGate {
       // finish the turn of a run that took the step up and was cut short (a crash).
       admit: async (admitted) => ((await this.deps.waitingStep(agent, admitted)) === record.messageId ? { admitted: true } : this.admitCutShort(record, agent, waitingRun, admitted, log)),
     });
-    if ('declined' in outcome) return log.debug({ reason: outcome.declined }, 'nothing to resume');
+    if ('declined' in outcome) {
+      log.debug({ reason: outcome.declined }, 'nothing to resume');
+      return undefined;
+    }
     log.info({ runId: outcome.run.id, status: outcome.run.status }, 'resumed after the approvals were decided');
+    return outcome;
   }
 
   /**
