@@ -643,6 +643,31 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('reloaded while a reply streams: the reply shows from its start with Stop, and the earlier exchange once', async () => {
+      // An earlier exchange at once (its events are in the replay window too), then the agent slows down.
+      expect((await scripted.request('POST', '/api/agents', { body: { id: 'reloaded', name: 'Reloaded', model: 'openai:quick' } })).status).toBe(201);
+      const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'reloaded' } })).body.id as string;
+      expect((await scripted.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'an earlier question' } })).status).toBe(200);
+      expect((await scripted.request('PATCH', '/api/agents/reloaded', { body: { model: 'demo' } })).status).toBe(200);
+      const page = await open(threadId);
+      await page.getByRole('textbox', { name: 'Message' }).fill('one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.locator('article.streaming', { hasText: 'You said' }).waitFor();
+      await page.reload();
+      const log = page.getByRole('log', { name: 'Conversation' });
+      // The draft holds the reply from its first token (not only what streamed after the reload), and Stop is back.
+      await log.locator('article.streaming', { hasText: '[demo model] You said: "one two' }).waitFor({ timeout: 5_000 });
+      await page.getByRole('button', { name: 'Stop' }).waitFor({ timeout: 1_000 });
+      expect(await log.locator('article.streaming').count()).toBe(1);
+      expect(await log.locator('article.assistant:not(.streaming)').count()).toBe(1); // the earlier reply, once
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
+      expect(await log.locator('article.streaming').count()).toBe(0);
+      expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('an earlier question'), expect.stringContaining('one two three')]);
+      expect(await log.locator('article.assistant').count()).toBe(1);
+      await page.close();
+    });
+
     it('a failed reply shows its error code with Retry; Retry sends again and the reply arrives', async () => {
       expect((await scripted.request('POST', '/api/agents', { body: { id: 'flaky', name: 'Flaky', model: 'openai:flaky' } })).status).toBe(201);
       const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'flaky' } })).body.id as string;

@@ -110,6 +110,12 @@ export class LiveConnection {
   private readonly subscribed = new Set<string>();
   /** Per subscribed thread, the id of the last event delivered: where a reconnect resumes. */
   private readonly lastEventIds = new Map<string, number>();
+  /**
+   * Per thread subscribed with `subscribe(threadId, isNew)`: where its replay becomes new to
+   * the view. The replay window's older events (what the view's history already holds) are
+   * passed over until the first that `isNew` accepts.
+   */
+  private readonly replayFrom = new Map<string, (event: VigilEvent) => boolean>();
   private readonly listeners = new Set<(event: VigilEvent) => void>();
   private readonly reconnectListeners = new Set<() => void>();
   private closed = false;
@@ -137,6 +143,11 @@ export class LiveConnection {
       const event = JSON.parse(String(message.data)) as VigilEvent & { eventId?: number };
       if ('threadId' in event && typeof event.threadId === 'string' && typeof event.eventId === 'number' && this.subscribed.has(event.threadId)) {
         this.lastEventIds.set(event.threadId, event.eventId);
+        const isNew = this.replayFrom.get(event.threadId);
+        if (isNew) {
+          if (!isNew(event)) return; // older than the view: its history has it
+          this.replayFrom.delete(event.threadId);
+        }
       }
       for (const listener of this.listeners) listener(event);
     };
@@ -161,11 +172,26 @@ export class LiveConnection {
     return () => this.reconnectListeners.delete(listener);
   }
 
+  /**
+   * Subscribe to a thread. With `isNew`, the thread's events still in the server's replay
+   * window come first, from the first one `isNew` accepts (the window is in order): a view
+   * opened while a reply streams (a reload, a thread reopened) gets the reply from its
+   * start, and nothing its history already shows. Without it, live events only.
+   */
+  subscribe(threadId: string, isNew?: (event: VigilEvent) => boolean): void {
+    if (isNew) {
+      this.replayFrom.set(threadId, isNew);
+      this.lastEventIds.set(threadId, 0);
+    }
+    this.send({ type: 'thread.subscribe', threadId, ...(isNew ? { afterEventId: 0 } : {}) });
+  }
+
   send(frame: ClientFrame): void {
     if (frame.type === 'thread.subscribe') this.subscribed.add(frame.threadId);
     if (frame.type === 'thread.unsubscribe') {
       this.subscribed.delete(frame.threadId);
       this.lastEventIds.delete(frame.threadId);
+      this.replayFrom.delete(frame.threadId);
     }
     if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
     else if (frame.type !== 'thread.subscribe') this.queue.push(frame); // subscriptions replay on open

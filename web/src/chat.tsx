@@ -363,9 +363,6 @@ function Conversation({
     return list;
   }, [thread.id]);
 
-  /** Whether the thread's state at opening (its newest run failed while it was not open) was looked at. */
-  const openingChecked = useRef(false);
-
   /** Where the next older page starts (null: the thread's first message is loaded). */
   const [olderCursor, setOlderCursor] = useState<string | null>(null);
   const [loadingEarlier, setLoadingEarlier] = useState(false);
@@ -420,32 +417,63 @@ function Conversation({
     }
   };
 
+  /** The newest page as loaded at opening (or when internal messages were shown or hidden). */
+  const historyLoaded = useRef<Promise<Message[]>>(Promise.resolve([]));
+  useEffect(() => {
+    const history = loadHistory(true);
+    historyLoaded.current = history;
+    history.catch(() => undefined);
+  }, [loadHistory]);
+
+  // Opening: the thread's runs say whether a reply is under way, and the subscription starts
+  // where the loaded history ends. A reply still running (the page reloaded, the thread
+  // reopened) is replayed from its start: its draft whole, its Stop button back. Otherwise
+  // the events after the newest run ended (its own stream is in history; an approval of it
+  // decided since is not), so that a run starting meanwhile is not missed.
   useEffect(() => {
     let current = true;
-    const history = loadHistory(true);
     const runList = loadRuns();
+    runList.then(
+      (list) => {
+        if (!current) return;
+        const running = list.find((run) => run.status === 'running');
+        if (running) {
+          triggers.current.set(running.id, running.trigger);
+          setActiveRun((live) => live ?? { runId: running.id, trigger: running.trigger });
+        }
+        const newest = list[0];
+        const ofRun = (event: VigilEvent, run: Run) => 'runId' in event && event.runId === run.id;
+        const streamOf = (event: VigilEvent, run: Run) => ofRun(event, run) && (event.type.startsWith('run.') || event.type.startsWith('message.'));
+        live.subscribe(
+          thread.id,
+          running
+            ? (event) => event.at >= running.startedAt || ofRun(event, running)
+            : newest
+              ? (event) => event.at >= (newest.endedAt ?? newest.startedAt) && !streamOf(event, newest)
+              : () => true,
+        );
+      },
+      () => {
+        if (current) live.subscribe(thread.id);
+      },
+    );
     // Opened after its newest run failed (a follow-up while the thread was not open, a reply before a reload), with
     // nothing newer since: the failure is said as it would have been live. Once per opening, not when internal messages are toggled.
-    if (!openingChecked.current) {
-      Promise.all([history, runList]).then(([shown, list]) => {
-        if (!current) return;
-        openingChecked.current = true;
-        const newest = list[0];
-        if (newest?.status !== 'failed') return;
-        const ended = newest.endedAt ?? newest.startedAt;
-        if (shown.some((message) => message.createdAt > ended)) return;
-        const said = failureOf(newest.trigger, newest.error?.code ?? 'RUN_FAILED', newest.error?.message ?? newest.reason ?? 'The reply failed.', undefined);
-        setFailure((live) => live ?? said); // one said live meanwhile is newer
-      }, () => undefined);
-    } else {
-      history.catch(() => undefined);
-      runList.catch(() => undefined);
-    }
+    Promise.all([historyLoaded.current, runList]).then(([shown, list]) => {
+      if (!current) return;
+      const newest = list[0];
+      if (newest?.status !== 'failed') return;
+      const ended = newest.endedAt ?? newest.startedAt;
+      if (shown.some((message) => message.createdAt > ended)) return;
+      const said = failureOf(newest.trigger, newest.error?.code ?? 'RUN_FAILED', newest.error?.message ?? newest.reason ?? 'The reply failed.', undefined);
+      setFailure((live) => live ?? said); // one said live meanwhile is newer
+    }, () => undefined);
     markSeen(thread.id);
     return () => {
       current = false;
+      live.send({ type: 'thread.unsubscribe', threadId: thread.id });
     };
-  }, [loadHistory, loadRuns, thread.id]);
+  }, [live, loadRuns, thread.id]);
 
   // A thread opened is a thread to write in: the keyboard lands in its message box.
   useEffect(() => {
@@ -463,7 +491,6 @@ function Conversation({
   );
 
   useEffect(() => {
-    live.send({ type: 'thread.subscribe', threadId: thread.id });
     const off = live.on((event: VigilEvent) => {
       if ('threadId' in event && event.threadId !== thread.id) return;
       switch (event.type) {
@@ -514,7 +541,6 @@ function Conversation({
     });
     return () => {
       off();
-      live.send({ type: 'thread.unsubscribe', threadId: thread.id });
     };
   }, [live, thread.id, loadRuns, loadHistory, showInternal, onActivity]);
 
