@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 const webDir = fileURLToPath(new URL('.', import.meta.url));
 const distIndex = join(webDir, 'dist', 'index.html');
+/** Server modules the app bundles values from (not only types): a change to one is a change to the app. */
+const sharedSources = [join(webDir, '..', 'src', 'http', 'limits.ts')];
 
 function newest(path) {
   const stat = statSync(path);
@@ -16,7 +18,7 @@ function newest(path) {
 
 export function webAppIsStale() {
   if (!existsSync(distIndex)) return true;
-  const sources = Math.max(newest(join(webDir, 'src')), newest(join(webDir, 'index.html')), newest(join(webDir, 'vite.config.ts')));
+  const sources = Math.max(newest(join(webDir, 'src')), newest(join(webDir, 'index.html')), newest(join(webDir, 'vite.config.ts')), ...sharedSources.map(newest));
   return sources > statSync(distIndex).mtimeMs;
 }
 

@@ -9,12 +9,13 @@ import type { AgentRecord, MemoryHit, MemoryOrigin, MemoryRecord, RunRecord, Sto
 import type { ContextReport } from '../domain/context/context-report.js';
 import { summaryCoverageSchema } from '../domain/context/conversation-summary.js';
 import { recordedEnvelope } from '../domain/envelope/envelope-visibility.js';
+import { MESSAGE_MAX_CHARACTERS } from './limits.js';
 
 /**
  * Every request shape is a strict zod object: unknown fields are refused, so a client
  * can never smuggle message metadata (additional_kwargs, synthetic, …) into a thread.
  */
-const textBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) }).strict();
+const textBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(MESSAGE_MAX_CHARACTERS) }).strict();
 /** What a provider can fetch or read inline: an http(s) URL or a data: URL; never file:, javascript: or a relative path. */
 const imageUrl = z
   .string()
@@ -27,7 +28,7 @@ const imageBlock = z
   })
   .strict();
 export const messageContentSchema = z.union([
-  z.string().trim().min(1, 'must not be empty').max(100_000),
+  z.string().trim().min(1, 'must not be empty').max(MESSAGE_MAX_CHARACTERS),
   z.array(z.discriminatedUnion('type', [textBlock, imageBlock])).min(1).max(32),
 ]);
 

@@ -643,7 +643,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
-    it('reloaded while a reply streams: the reply shows from its start with Stop, and the earlier exchange once', async () => {
+    it('reloaded while a reply streams: the reply shows from its start with Stop, and the earlier exchange once; a message sent meanwhile shows pending until it lands', async () => {
       // An earlier exchange at once (its events are in the replay window too), then the agent slows down.
       expect((await scripted.request('POST', '/api/agents', { body: { id: 'reloaded', name: 'Reloaded', model: 'openai:quick' } })).status).toBe(201);
       const threadId = (await scripted.request('POST', '/api/threads', { body: { agentId: 'reloaded' } })).body.id as string;
@@ -660,10 +660,18 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.getByRole('button', { name: 'Stop' }).waitFor({ timeout: 1_000 });
       expect(await log.locator('article.streaming').count()).toBe(1);
       expect(await log.locator('article.assistant:not(.streaming)').count()).toBe(1); // the earlier reply, once
+      // A message sent meanwhile waits for the reply: it shows, pending, until it lands.
+      await page.getByRole('textbox', { name: 'Message' }).fill('and then?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await log.locator('article.pending', { hasText: 'waits for the reply above' }).filter({ hasText: 'and then?' }).waitFor({ timeout: 1_000 });
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await log.locator('article.user:not(.pending)', { hasText: 'and then?' }).waitFor();
+      expect(await log.locator('article.pending').count()).toBe(0);
+      await log.locator('article.streaming', { hasText: 'You said: "and' }).waitFor();
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
       expect(await log.locator('article.streaming').count()).toBe(0);
-      expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('an earlier question'), expect.stringContaining('one two three')]);
+      expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('an earlier question'), expect.stringContaining('one two three'), expect.stringContaining('and then?')]);
       expect(await log.locator('article.assistant').count()).toBe(1);
       await page.close();
     });
@@ -846,12 +854,14 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await fx?.destroy();
     });
 
-    async function openAs(token: string, hash: string): Promise<Page> {
+    /** `before`: set up the page before it loads (a route for its requests or its WebSocket). */
+    async function openAs(token: string, hash: string, before?: (page: Page) => Promise<void>): Promise<Page> {
       const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
       await context.addInitScript((stored) => localStorage.setItem('vigil.token', stored), token);
       const page = await context.newPage();
       page.on('close', () => void context.close().catch(() => undefined));
       page.on('pageerror', (error) => console.error('page error:', error.message));
+      await before?.(page);
       await page.goto(`${fx.url}/${hash}`);
       await page.getByRole('navigation', { name: 'Main' }).waitFor();
       return page;
@@ -1295,6 +1305,50 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await frames(again);
       expect(await again.getByRole('alert').count()).toBe(0);
       await again.close();
+    });
+
+    it('a message longer than the API takes stays in the box, refused in plain words with no Retry; one the server refuses goes back to the box', async () => {
+      const threadId = await thread({ title: 'Too long' });
+      const frames: Json[] = [];
+      let refuseNext = false;
+      const page = await openAs(ALICE.token, `#chat/${threadId}`, (opening) =>
+        // The page's WebSocket through the test: every frame it sends is seen, and one can be refused as the server would.
+        opening.routeWebSocket(/\/api\/ws/, (ws) => {
+          const server = ws.connectToServer();
+          ws.onMessage((message) => {
+            const frame = JSON.parse(String(message)) as Json;
+            frames.push(frame);
+            if (frame.type !== 'message.send' || !refuseNext) return server.send(message);
+            refuseNext = false;
+            ws.send(JSON.stringify({ type: 'error', at: new Date().toISOString(), code: 'RUN_CANCELLED', message: 'the server is stopping', threadId }));
+          });
+        }),
+      );
+      const box = page.getByRole('textbox', { name: 'Message' });
+      const log = page.getByRole('log', { name: 'Conversation' });
+      await box.fill('z'.repeat(100_001));
+      await page.getByRole('button', { name: 'Send' }).click();
+      const limit = page.getByRole('alert').filter({ hasText: 'a message can be at most 100,000 characters long, and this one has 100,001' });
+      await limit.waitFor({ timeout: 2_000 });
+      expect((await box.inputValue()).length).toBe(100_001);
+      expect(frames.filter((frame) => frame.type === 'message.send')).toEqual([]);
+      expect(await page.getByRole('button', { name: 'Retry' }).count()).toBe(0);
+      // Short enough: the note goes. Refused by the server once sent: back in the box, the refusal said, no Retry.
+      refuseNext = true;
+      await box.fill('a message refused once');
+      await limit.waitFor({ state: 'detached' });
+      await page.getByRole('button', { name: 'Send' }).click();
+      const refusal = page.getByRole('alert').filter({ hasText: 'Your message was not sent; it is back in the message box.' });
+      await refusal.waitFor();
+      expect(await box.inputValue()).toBe('a message refused once');
+      expect(await refusal.getByRole('button', { name: 'Retry' }).count()).toBe(0);
+      expect(await log.locator('article.user').count()).toBe(0);
+      // Sent again, it is taken: it lands once, and the box is empty.
+      await page.getByRole('button', { name: 'Send' }).click();
+      await log.locator('article.assistant', { hasText: 'a message refused once' }).waitFor();
+      expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('a message refused once')]);
+      expect(await box.inputValue()).toBe('');
+      await page.close();
     });
 
     it('opening a thread puts the keyboard focus in its message box', async () => {

@@ -5,6 +5,8 @@ import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
 import { ThreadApprovals } from './approvals.js';
+// A value, not only a type, from the server: the API's own limit (a module with no imports), bundled.
+import { MESSAGE_MAX_CHARACTERS } from '../../src/http/limits.js';
 
 const SEEN_PREFIX = 'vigil.seen.';
 /** Messages per page of history: the newest page when a thread opens, more on "Load earlier messages". */
@@ -324,6 +326,36 @@ interface Draft {
   text: string;
 }
 
+/**
+ * A message the person sent that has not landed in the thread yet: shown as theirs, marked
+ * pending, until the server adds it (it waits for a reply that is still running), or put
+ * back in the message box if the server refuses it.
+ */
+interface Pending {
+  key: number;
+  content: string;
+  /** The person's messages with the same text already shown when it was sent: not this one. */
+  before: ReadonlySet<string>;
+}
+
+let pendingKeys = 0;
+
+/** Which pending messages have landed: each is matched to a newer message of the person's with its text, in order. */
+function landedPending(pending: readonly Pending[], messages: readonly Message[]): Set<number> {
+  const landed = new Set<number>();
+  const used = new Set<string>();
+  for (const entry of pending) {
+    const match = messages.find((message) => message.role === 'user' && !entry.before.has(message.id) && !used.has(message.id) && textOf(message.content) === entry.content);
+    if (match) {
+      used.add(match.id);
+      landed.add(entry.key);
+    }
+  }
+  return landed;
+}
+
+const count = (value: number) => value.toLocaleString('en');
+
 function Conversation({
   thread,
   agents,
@@ -349,6 +381,10 @@ function Conversation({
   /** Each run's trigger, from its run.start: whose run a failure ends decides what Retry could mean. */
   const triggers = useRef(new Map<string, string>());
   const [text, setText] = useState('');
+  /** Messages sent that have not landed yet (oldest first). */
+  const [pending, setPending] = useState<Pending[]>([]);
+  /** Whether the person tried to send a message longer than the API takes (said until the text is short enough). */
+  const [triedTooLong, setTriedTooLong] = useState(false);
   const lastSent = useRef<string | undefined>(undefined);
   const logRef = useRef<HTMLDivElement>(null);
   const composerRef = useRef<HTMLTextAreaElement>(null);
@@ -356,6 +392,18 @@ function Conversation({
 
   const runsRef = useRef(runs);
   runsRef.current = runs;
+
+  // A pending message is shown until its own lands (live, or in history reloaded after a reconnect), never beside it.
+  const landed = landedPending(pending, messages);
+  const waiting = pending.filter((entry) => !landed.has(entry.key));
+  const waitingRef = useRef(waiting);
+  waitingRef.current = waiting;
+  const landedKeys = [...landed].join(',');
+  useEffect(() => {
+    if (!landedKeys) return;
+    const gone = new Set(landedKeys.split(',').map(Number));
+    setPending((current) => current.filter((entry) => !gone.has(entry.key)));
+  }, [landedKeys]);
 
   const loadRuns = useCallback(async () => {
     const list = (await api<{ runs: Run[] }>('GET', `/api/threads/${thread.id}/runs?limit=100`)).runs;
@@ -532,9 +580,18 @@ function Conversation({
           markSeen(thread.id);
           onActivity();
           break;
-        case 'error':
-          setFailure({ code: event.code, message: event.message, ...(lastSent.current ? { retry: lastSent.current } : {}) });
+        case 'error': {
+          // The server refused a frame. With a message on its way, that message (the oldest):
+          // it goes back in the box to be changed and sent again, and no Retry (sending the
+          // same again would be refused the same way).
+          const refused = waitingRef.current[0];
+          if (refused) {
+            setPending((current) => current.filter((entry) => entry.key !== refused.key));
+            setText((current) => (current.trim() ? `${refused.content}\n${current}` : refused.content));
+            setFailure({ code: event.code, message: event.message, what: 'Your message was not sent; it is back in the message box.' });
+          } else setFailure({ code: event.code, message: event.message });
           break;
+        }
         default:
           break;
       }
@@ -554,7 +611,7 @@ function Conversation({
     const element = kept && log.querySelector<HTMLElement>(`[data-message-id="${CSS.escape(kept.id)}"]`);
     if (kept && element) log.scrollTop += element.getBoundingClientRect().top - log.getBoundingClientRect().top - kept.offset;
     else if (following.current) log.scrollTop = log.scrollHeight;
-  }, [messages, drafts]);
+  }, [messages, drafts, pending]);
 
   const onScroll = () => {
     const log = logRef.current;
@@ -572,15 +629,26 @@ function Conversation({
     setAwayFromBottom(false);
   };
 
-  const send = (content: string) => {
+  /** Send a message; false when it was not sent (nothing to send, or longer than the API takes): it stays where it is. */
+  const send = (content: string): boolean => {
     const trimmed = content.trim();
-    if (!trimmed) return;
+    if (!trimmed) return false;
+    if (trimmed.length > MESSAGE_MAX_CHARACTERS) {
+      setTriedTooLong(true);
+      return false;
+    }
+    setTriedTooLong(false);
     lastSent.current = trimmed;
     setFailure(undefined);
     // Writing is taking part: the view goes to the newest messages and follows the reply.
     jumpToNewest();
+    const before = new Set(messages.filter((message) => message.role === 'user' && textOf(message.content) === trimmed).map((message) => message.id));
+    setPending((current) => [...current, { key: ++pendingKeys, content: trimmed, before }]);
     live.send({ type: 'message.send', threadId: thread.id, content: trimmed });
+    return true;
   };
+
+  const tooLongShown = triedTooLong && text.trim().length > MESSAGE_MAX_CHARACTERS;
 
   const why = (runId: string | null) => (runId ? whyOf(runs[runId], names) : undefined);
   const activeWhy = activeRun && activeRun.trigger !== 'user' ? whyOf(runs[activeRun.runId] ?? { trigger: activeRun.trigger as Run['trigger'], meta: {} }, names) : undefined;
@@ -593,7 +661,7 @@ function Conversation({
             Load earlier messages
           </button>
         )}
-        {messages.length === 0 && drafts.length === 0 && <p className="hint">Say something to {agent?.name ?? 'the agent'}.</p>}
+        {messages.length === 0 && drafts.length === 0 && waiting.length === 0 && <p className="hint">Say something to {agent?.name ?? 'the agent'}.</p>}
         {messages.map((message) => {
           const internal = message.visibility === 'internal';
           const reason = message.role === 'assistant' ? why(message.runId) : undefined;
@@ -631,6 +699,15 @@ function Conversation({
             </article>
           );
         })}
+        {waiting.map((entry) => (
+          <article key={`pending-${entry.key}`} className="message user pending" aria-busy="true">
+            <header>
+              <span className="who">You</span>
+              <span className="pending-state">{activeRun ? 'Not sent yet: waits for the reply above' : 'Sending…'}</span>
+            </header>
+            <p className="plain">{entry.content}</p>
+          </article>
+        ))}
       </div>
       {awayFromBottom && (
         <div className="jump">
@@ -656,12 +733,16 @@ function Conversation({
           </button>
         </div>
       )}
+      {tooLongShown && (
+        <p id="message-too-long" className="field-error composer-error" role="alert">
+          Not sent: a message can be at most {count(MESSAGE_MAX_CHARACTERS)} characters long, and this one has {count(text.trim().length)}. Shorten it, or send it in parts.
+        </p>
+      )}
       <form
         className="composer"
         onSubmit={(event) => {
           event.preventDefault();
-          send(text);
-          setText('');
+          if (send(text)) setText('');
         }}
       >
         <label htmlFor="message" className="visually-hidden">
@@ -674,6 +755,8 @@ function Conversation({
           rows={2}
           value={text}
           placeholder="Write a message (Enter sends, Shift+Enter for a new line)"
+          aria-invalid={tooLongShown || undefined}
+          aria-describedby={tooLongShown ? 'message-too-long' : undefined}
           onChange={(event) => setText(event.target.value)}
           onKeyDown={(event) => {
             if (event.key === 'Enter' && !event.shiftKey) {
