@@ -836,6 +836,10 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     let fx: TestServer;
     let fragileDown = false;
     const cut = new CutShortModel();
+    /** Replies with what does not fit a line: a long URL, a 2,000-letter word and a code block with a 400-character line. */
+    const wide = new FakeStreamingChatModel({
+      chunks: [new AIMessageChunk({ content: `See https://example.com/${'path/'.repeat(60)}end and ${'y'.repeat(2000)}.\n\n\`\`\`\nconst line = '${'x'.repeat(400)}';\n\`\`\`\n` })],
+    });
 
     beforeAll(async () => {
       // openai:cut streams half a reply then breaks (and its retry waits for the test); openai:fragile fails while fragileDown; the rest answer at once.
@@ -845,7 +849,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
           environment: { VIGIL_AUTH_TOKENS: `${ALICE.id}:${ALICE.token},${BOB.id}:${BOB.token},${CAROL.id}:${CAROL.token}` },
           autonomy: { retryBackoffMs: 20 },
           models: (spec) =>
-            spec === 'openai:cut' ? cut : spec === 'openai:fragile' && fragileDown ? new FakeStreamingChatModel({ thrownErrorString: 'provider is down' }) : new DemoChatModel({ tokenDelayMs: 0 }),
+            spec === 'openai:cut' ? cut : spec === 'openai:wide' ? wide : spec === 'openai:fragile' && fragileDown ? new FakeStreamingChatModel({ thrownErrorString: 'provider is down' }) : new DemoChatModel({ tokenDelayMs: 0 }),
         },
       );
     });
@@ -1348,6 +1352,24 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await log.locator('article.assistant', { hasText: 'a message refused once' }).waitFor();
       expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('a message refused once')]);
       expect(await box.inputValue()).toBe('');
+      await page.close();
+    });
+
+    it('long unbroken text (5,000 letters, a long URL) wraps within its message; a wide code block scrolls within itself', async () => {
+      expect((await fx.request('POST', '/api/agents', { body: { id: 'wide', name: 'Wide', model: 'openai:wide' } })).status).toBe(201);
+      const threadId = await thread({ agentId: 'wide', title: 'Wide' });
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      await page.getByRole('textbox', { name: 'Message' }).fill('z'.repeat(5000));
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming) pre').waitFor();
+      const widths = (await page.evaluate(`(() => {
+        const over = (element) => element.scrollWidth - element.clientWidth;
+        const log = document.querySelector('[role=log]');
+        const pre = log.querySelector('article.assistant pre');
+        return { page: over(document.documentElement), log: over(log), messages: [...log.querySelectorAll('article')].map(over), pre: over(pre), preFocusable: pre.tabIndex === 0 };
+      })()`)) as { page: number; log: number; messages: number[]; pre: number; preFocusable: boolean };
+      expect(widths).toMatchObject({ page: 0, log: 0, messages: [0, 0], preFocusable: true });
+      expect(widths.pre).toBeGreaterThan(0); // the code keeps its line, and scrolls
       await page.close();
     });
 

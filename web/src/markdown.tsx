@@ -18,6 +18,8 @@ let configured: typeof DOMPurify | undefined;
 function sanitizer(): typeof DOMPurify {
   if (configured) return configured;
   DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    // A code block scrolls within itself when its lines are wide: a keyboard must reach it.
+    if (node.tagName === 'PRE') node.setAttribute('tabindex', '0');
     if (node.tagName !== 'IMG') return;
     const source = node.getAttribute('src') ?? '';
     if (source.startsWith('data:image/')) return;
