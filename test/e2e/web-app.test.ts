@@ -431,6 +431,16 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('the agent picker lists each agent once: the default agent is its first choice, by its name', async () => {
+    await apiThread(); // the default agent exists
+    const agents = (await server.request('GET', '/api/agents')).body.agents as Json[];
+    const page = await signedIn(ALICE.token);
+    const options = page.getByLabel('Agent for a new thread').locator('option');
+    await expect(options.allTextContents()).resolves.toEqual([agents.find((agent) => agent.id === 'default')!.name, ...agents.filter((agent) => agent.id !== 'default').map((agent) => agent.name)]);
+    expect(await options.first().getAttribute('value')).toBe('');
+    await page.close();
+  });
+
   it("I12: a second user signed in does not see the first user's threads", async () => {
     const title = `alice-private-${Date.now()}`;
     await apiThread({ title });

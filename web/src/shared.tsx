@@ -222,7 +222,14 @@ export function formatTime(iso: string): string {
   return new Date(iso).toLocaleString();
 }
 
-/** A choice of agent; with `withDefault`, a first empty option for the default agent. */
+/** The default agent's id (DEFAULT_AGENT_ID in src/app/agent-service.ts): a new thread, schedule or webhook with no agent gets it. */
+const DEFAULT_AGENT_ID = 'default';
+
+/**
+ * A choice of agent, each listed once. With `withDefault`, the first option is the default
+ * agent as an empty value (the server picks it, making it for a newcomer who has none yet):
+ * named as the list has it, and not listed again.
+ */
 export function AgentSelect({
   id,
   agents,
@@ -240,12 +247,14 @@ export function AgentSelect({
 }) {
   return (
     <select id={id} name={name} {...(value !== undefined ? { value } : {})} {...(onChange ? { onChange: (event) => onChange(event.target.value) } : {})}>
-      {withDefault && <option value="">Default agent</option>}
-      {agents.map((agent) => (
-        <option key={agent.id} value={agent.id}>
-          {agent.name}
-        </option>
-      ))}
+      {withDefault && <option value="">{agents.find((agent) => agent.id === DEFAULT_AGENT_ID)?.name ?? 'Default agent'}</option>}
+      {agents
+        .filter((agent) => !withDefault || agent.id !== DEFAULT_AGENT_ID)
+        .map((agent) => (
+          <option key={agent.id} value={agent.id}>
+            {agent.name}
+          </option>
+        ))}
     </select>
   );
 }
