@@ -441,6 +441,29 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('Escape cancels a rename and closes the inspector (focus back on what opened it), but not while typing a message', async () => {
+    const threadId = await apiThread({ title: 'Escape test' });
+    const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
+    const inspector = page.getByRole('complementary', { name: 'Inspector' });
+    await page.getByRole('button', { name: 'Inspector' }).click();
+    await inspector.waitFor();
+    // In the message box, Escape is the box's: the inspector stays (two frames: React has answered the key).
+    await page.getByRole('textbox', { name: 'Message' }).press('Escape');
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+    expect(await inspector.count()).toBe(1);
+    await page.getByLabel('Show internal messages').press('Escape');
+    await inspector.waitFor({ state: 'detached', timeout: 2_000 });
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Inspector');
+    // Rename: Escape leaves the form unsaved, the focus back on Rename.
+    await page.getByRole('button', { name: 'Rename Escape test' }).click();
+    await page.getByLabel('New title').fill('Changed');
+    await page.getByLabel('New title').press('Escape');
+    await page.getByLabel('New title').waitFor({ state: 'detached', timeout: 2_000 });
+    expect(await page.evaluate('document.activeElement.getAttribute("aria-label")')).toBe('Rename Escape test');
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.title).toBe('Escape test');
+    await page.close();
+  });
+
   it("I12: a second user signed in does not see the first user's threads", async () => {
     const title = `alice-private-${Date.now()}`;
     await apiThread({ title });

@@ -29,6 +29,14 @@ function hasUnseenAutonomous(thread: Thread): boolean {
   return afterPerson && thread.lastMessageAt > seen && thread.messageCount > 1;
 }
 
+/**
+ * Whether Escape belongs to the focused element (typing in a field, a list open): the
+ * app's own Escape (closing the inspector) leaves it alone.
+ */
+function escapeBelongsTo(target: EventTarget | null): boolean {
+  return target instanceof Element && target.closest('input:not([type=checkbox], [type=radio], [type=button], [type=submit], [type=reset]), textarea, select, [contenteditable]:not([contenteditable=false])') !== null;
+}
+
 function markSeen(threadId: string): void {
   localStorage.setItem(SEEN_PREFIX + threadId, new Date().toISOString());
 }
@@ -43,6 +51,21 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
   const [focusRun, setFocusRun] = useState<string | undefined>();
   const [showInternal, setShowInternal] = useState(false);
   const [newAgent, setNewAgent] = useState('');
+  const inspectorToggle = useRef<HTMLButtonElement>(null);
+
+  // Escape closes the inspector (focus back on its toggle), unless the key means something where the focus is.
+  useEffect(() => {
+    if (!showInspector) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || event.defaultPrevented || escapeBelongsTo(event.target)) return;
+      event.preventDefault();
+      setShowInspector(false);
+      setFocusRun(undefined);
+      inspectorToggle.current?.focus();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [showInspector]);
 
   /** Where the list goes on after its first page (null: nothing more). */
   const [firstCursor, setFirstCursor] = useState<string | null>(null);
@@ -188,7 +211,7 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
           {current && (
             <>
               <AgentTag agents={agents} thread={current} />
-              <button type="button" aria-expanded={showInspector} aria-controls="inspector" onClick={() => setShowInspector((value) => !value)}>
+              <button type="button" ref={inspectorToggle} aria-expanded={showInspector} aria-controls="inspector" onClick={() => setShowInspector((value) => !value)}>
                 Inspector
               </button>
             </>
@@ -241,6 +264,19 @@ function AgentTag({ agents, thread }: { agents: Agent[]; thread: Thread }) {
 function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: Thread; active: boolean; onOpen: () => void; onChanged: (thread: Thread) => void; onDeleted: () => void }) {
   const [renaming, setRenaming] = useState(false);
   const [error, setError] = useState<string | undefined>();
+  const renameButton = useRef<HTMLButtonElement>(null);
+  /** Whether the rename form was just left without saving: the focus goes back to Rename. */
+  const [cancelled, setCancelled] = useState(false);
+  useEffect(() => {
+    if (!cancelled) return;
+    renameButton.current?.focus();
+    setCancelled(false);
+  }, [cancelled]);
+  const cancel = () => {
+    setRenaming(false);
+    setError(undefined);
+    setCancelled(true);
+  };
   const unseen = !active && hasUnseenAutonomous(thread);
   const title = thread.title ?? 'Untitled thread';
   if (renaming) {
@@ -248,6 +284,11 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
       <li>
         <form
           className="rename"
+          onKeyDown={(event) => {
+            if (event.key !== 'Escape') return;
+            event.preventDefault();
+            cancel();
+          }}
           onSubmit={async (event) => {
             event.preventDefault();
             const value = String(new FormData(event.currentTarget).get('title') ?? '').trim();
@@ -264,7 +305,7 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
           <input id={`rename-${thread.id}`} name="title" defaultValue={thread.title ?? ''} autoFocus maxLength={200} />
           {error && <p className="field-error" role="alert">{error}</p>}
           <button type="submit">Save</button>
-          <button type="button" onClick={() => setRenaming(false)}>
+          <button type="button" onClick={cancel}>
             Cancel
           </button>
         </form>
@@ -279,7 +320,7 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
         <span className="thread-preview">{thread.preview ?? 'No messages yet'}</span>
       </button>
       <div className="thread-actions">
-        <button type="button" className="small" aria-label={`Rename ${title}`} onClick={() => setRenaming(true)}>
+        <button type="button" ref={renameButton} className="small" aria-label={`Rename ${title}`} onClick={() => setRenaming(true)}>
           Rename
         </button>
         <ActionButton
