@@ -1406,6 +1406,38 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await page.close();
     });
 
+    it('the server out of reach: "Offline — reconnecting…" is said until it is back; a message sent meanwhile shows pending (or is taken back), then lands', async () => {
+      const threadId = await thread({ title: 'Offline' });
+      const page = await openAs(ALICE.token, `#chat/${threadId}`);
+      try {
+        const log = page.getByRole('log', { name: 'Conversation' });
+        const box = page.getByRole('textbox', { name: 'Message' });
+        await log.getByText('Say something to').waitFor();
+        const offline = page.getByRole('status').filter({ hasText: 'Offline — reconnecting…' });
+        expect(await offline.count()).toBe(0);
+        // The network goes (the socket is dropped, and reconnecting fails until it is back).
+        await page.context().setOffline(true);
+        for (const client of fx.app.websocketServer.clients) client.terminate();
+        await offline.waitFor({ timeout: 5_000 });
+        await box.fill('not this one after all');
+        await box.press('Enter');
+        const held = log.locator('article.pending', { hasText: 'waiting for the connection' });
+        await held.filter({ hasText: 'not this one after all' }).getByRole('button', { name: "Don't send" }).click();
+        expect(await box.inputValue()).toBe('not this one after all');
+        await box.fill('sent while offline');
+        await box.press('Enter');
+        await held.filter({ hasText: 'sent while offline' }).waitFor();
+        expect(await log.locator('article.pending').count()).toBe(1);
+        await page.context().setOffline(false);
+        await offline.waitFor({ state: 'detached', timeout: 5_000 });
+        await log.locator('article.assistant', { hasText: 'sent while offline' }).waitFor();
+        expect(await log.locator('article.pending').count()).toBe(0);
+        expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('sent while offline')]);
+      } finally {
+        await page.close(); // offline, it would keep the server from stopping
+      }
+    });
+
     it('opening a thread puts the keyboard focus in its message box', async () => {
       await thread({ title: 'Focus me' });
       const page = await openAs(ALICE.token, '#chat');

@@ -118,8 +118,11 @@ export class LiveConnection {
   private readonly replayFrom = new Map<string, (event: VigilEvent) => boolean>();
   private readonly listeners = new Set<(event: VigilEvent) => void>();
   private readonly reconnectListeners = new Set<() => void>();
+  private readonly statusListeners = new Set<(online: boolean) => void>();
   private closed = false;
   private connectedBefore = false;
+  /** False from the moment the socket is lost until it is open again (true while the first one opens). */
+  private online = true;
   private queue: ClientFrame[] = [];
 
   connect(): void {
@@ -136,6 +139,7 @@ export class LiveConnection {
       }
       for (const frame of this.queue) socket.send(JSON.stringify(frame));
       this.queue = [];
+      this.setOnline(true);
       if (this.connectedBefore) for (const listener of this.reconnectListeners) listener();
       this.connectedBefore = true;
     };
@@ -152,7 +156,9 @@ export class LiveConnection {
       for (const listener of this.listeners) listener(event);
     };
     socket.onclose = () => {
-      if (!this.closed) setTimeout(() => this.connect(), 1000);
+      if (this.closed) return;
+      this.setOnline(false);
+      setTimeout(() => this.connect(), 1000);
     };
   }
 
@@ -164,6 +170,23 @@ export class LiveConnection {
   on(listener: (event: VigilEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Whether the socket is up (or still opening for the first time); false while it is lost and being reconnected. */
+  get isOnline(): boolean {
+    return this.online;
+  }
+
+  /** Told when the socket is lost (false) and when it is back (true). */
+  onStatus(listener: (online: boolean) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  private setOnline(online: boolean): void {
+    if (this.online === online) return;
+    this.online = online;
+    for (const listener of this.statusListeners) listener(online);
   }
 
   /** Called after the socket came back (not on the first connect). */
@@ -195,5 +218,18 @@ export class LiveConnection {
     }
     if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
     else if (frame.type !== 'thread.subscribe') this.queue.push(frame); // subscriptions replay on open
+  }
+
+  /** Whether a frame is waiting for the socket to be back (it has not gone out). */
+  isWaiting(frame: ClientFrame): boolean {
+    return this.queue.includes(frame);
+  }
+
+  /** Take back a frame still waiting for the socket (true), or say it has gone out already (false). */
+  unsend(frame: ClientFrame): boolean {
+    const index = this.queue.indexOf(frame);
+    if (index < 0) return false;
+    this.queue.splice(index, 1);
+    return true;
   }
 }

@@ -6,7 +6,7 @@ import { SchedulesView } from './schedules.js';
 import { HooksView } from './hooks.js';
 import { MemoryView } from './memory.js';
 import { ApprovalsView, PendingApprovalsBadge } from './approvals.js';
-import { Announcer } from './shared.js';
+import { Announcer, ConnectionStatus } from './shared.js';
 
 type View = 'chat' | 'approvals' | 'agents' | 'schedules' | 'webhooks' | 'memory';
 const VIEWS: Array<{ id: View; label: string }> = [
@@ -123,6 +123,7 @@ export function App() {
         )}
       </header>
       <Announcer />
+      {live && <ConnectionStatus live={live} />}
       {view === 'chat' && live && <ChatView agents={agents} live={live} onAgentsChanged={reloadAgents} />}
       {view === 'approvals' && live && <ApprovalsView live={live} />}
       {view === 'agents' && <AgentsView agents={agents} onChange={reloadAgents} />}

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { api, ApiError, type Agent, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
-import { ActionButton, AgentSelect, ErrorNote } from './shared.js';
+import { api, ApiError, type Agent, type ClientFrame, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
+import { ActionButton, AgentSelect, ErrorNote, useOnline } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf } from './why.js';
@@ -375,6 +375,8 @@ interface Draft {
 interface Pending {
   key: number;
   content: string;
+  /** The frame that sends it: while the connection is lost it waits in the LiveConnection, and can be taken back. */
+  frame: ClientFrame;
   /** The person's messages with the same text already shown when it was sent: not this one. */
   before: ReadonlySet<string>;
 }
@@ -684,10 +686,20 @@ function Conversation({
     // Writing is taking part: the view goes to the newest messages and follows the reply.
     jumpToNewest();
     const before = new Set(messages.filter((message) => message.role === 'user' && textOf(message.content) === trimmed).map((message) => message.id));
-    setPending((current) => [...current, { key: ++pendingKeys, content: trimmed, before }]);
-    live.send({ type: 'message.send', threadId: thread.id, content: trimmed });
+    const frame: ClientFrame = { type: 'message.send', threadId: thread.id, content: trimmed };
+    setPending((current) => [...current, { key: ++pendingKeys, content: trimmed, frame, before }]);
+    live.send(frame); // with the connection lost, it waits and goes out once the connection is back
     return true;
   };
+
+  /** A message waiting for the connection taken back: not sent, back in the box. */
+  const takeBack = (entry: Pending) => {
+    if (!live.unsend(entry.frame)) return; // it went out meanwhile
+    setPending((current) => current.filter((other) => other.key !== entry.key));
+    setText((current) => (current.trim() ? `${entry.content}\n${current}` : entry.content));
+    composerRef.current?.focus();
+  };
+  const online = useOnline(live);
 
   const tooLongShown = triedTooLong && text.trim().length > MESSAGE_MAX_CHARACTERS;
 
@@ -740,15 +752,24 @@ function Conversation({
             </article>
           );
         })}
-        {waiting.map((entry) => (
-          <article key={`pending-${entry.key}`} className="message user pending" aria-busy="true">
-            <header>
-              <span className="who">You</span>
-              <span className="pending-state">{activeRun ? 'Not sent yet: waits for the reply above' : 'Sending…'}</span>
-            </header>
-            <p className="plain">{entry.content}</p>
-          </article>
-        ))}
+        {waiting.map((entry) => {
+          // Waiting for the connection: only while it is lost (re-rendered when it is back, which sends it).
+          const held = !online && live.isWaiting(entry.frame);
+          return (
+            <article key={`pending-${entry.key}`} className="message user pending" aria-busy="true">
+              <header>
+                <span className="who">You</span>
+                <span className="pending-state">{held ? 'Not sent yet: waiting for the connection' : activeRun ? 'Not sent yet: waits for the reply above' : 'Sending…'}</span>
+                {held && (
+                  <button type="button" className="small link" onClick={() => takeBack(entry)}>
+                    Don't send
+                  </button>
+                )}
+              </header>
+              <p className="plain">{entry.content}</p>
+            </article>
+          );
+        })}
       </div>
       {awayFromBottom && (
         <div className="jump">

@@ -47,6 +47,30 @@ export function useLiveLoad(live: LiveConnection, load: () => Promise<void>, opt
   }, [live, load, matters, pollMs]);
 }
 
+/** Whether the live connection is up, as React state. */
+export function useOnline(live: LiveConnection): boolean {
+  const [online, setOnline] = useState(live.isOnline);
+  useEffect(() => {
+    setOnline(live.isOnline);
+    return live.onStatus(setOnline);
+  }, [live]);
+  return online;
+}
+
+/**
+ * The connection's state, said (role=status, present from the start so screen readers hear
+ * it change): "Offline — reconnecting…" while the server cannot be reached, nothing once
+ * it is back.
+ */
+export function ConnectionStatus({ live }: { live: LiveConnection }) {
+  const online = useOnline(live);
+  return (
+    <p role="status" className="connection">
+      {online ? '' : 'Offline — reconnecting…'}
+    </p>
+  );
+}
+
 /** A refused request, plainly: its stable code and the server's message. */
 export function ErrorNote({ error, prefix, id }: { error: unknown; prefix?: string; id?: string }) {
   if (!error) return null;
