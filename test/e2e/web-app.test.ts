@@ -191,7 +191,8 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     );
     const page = await signedIn(ALICE.token, 1440, `#chat/${threadId}`);
     const log = page.getByRole('log', { name: 'Conversation' });
-    await expect(log.locator('article.autonomous .why').first().textContent()).resolves.toBe('schedule: daily-digest');
+    // Named once the page has the schedules (read beside the thread: until then the label says the schedule's id).
+    await log.locator('article.autonomous .why', { hasText: /^schedule: daily-digest$/ }).first().waitFor();
     await page.getByRole('button', { name: 'Inspector' }).click();
     const inspector = page.getByRole('complementary', { name: 'Inspector' });
     const run = inspector.locator('li.run').filter({ hasText: 'cron' });
