@@ -52,12 +52,48 @@ export function buildProgram(): Command {
   return program;
 }
 
-export async function runCli(argv: readonly string[]): Promise<void> {
+export async function runCli(argv: readonly string[], environment: Record<string, string | undefined> = process.env): Promise<void> {
   try {
     await buildProgram().parseAsync([...argv], { from: 'user' });
   } catch (error) {
-    if (isVigilError(error)) process.stderr.write(`vigil: ${error.code}: ${error.message}\n`);
-    else process.stderr.write(`vigil: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(`vigil: ${describeFailure(error)}\n`);
+    // The stack is for whoever debugs vigil, not for the person running it.
+    if (DEBUG_LEVELS.has(environment.VIGIL_LOG_LEVEL ?? '') && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     process.exitCode = 1;
   }
+}
+
+const DEBUG_LEVELS = new Set(['debug', 'trace']);
+
+/**
+ * One line for a command that failed: a vigil error's code and message; any other error's
+ * message (an AggregateError's, say two refused connections, has none of its own: its
+ * errors' messages), with the system error code (EEXIST, ECONNREFUSED) and its cause.
+ */
+export function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  let text = isVigilError(error) ? `${error.code}: ${error.message}` : messageOf(error);
+  const code = systemCodeOf(error);
+  if (code && !text.includes(code)) text += ` (${code})`;
+  const cause = error.cause instanceof Error ? messageOf(error.cause) : undefined;
+  if (cause && !text.includes(cause)) text += `: ${cause}`;
+  return text;
+}
+
+function messageOf(error: Error): string {
+  if (error.message) return error.message;
+  if (error instanceof AggregateError) {
+    const messages = [...new Set(error.errors.map((inner: unknown) => (inner instanceof Error ? inner.message : String(inner))).filter(Boolean))];
+    if (messages.length > 0) return messages.join('; ');
+  }
+  return error.name;
+}
+
+/** A Node system error's code (here or on its cause), such as ECONNREFUSED. */
+function systemCodeOf(error: Error): string | undefined {
+  for (const candidate of [error, error.cause]) {
+    const code = candidate && typeof candidate === 'object' && 'code' in candidate ? candidate.code : undefined;
+    if (typeof code === 'string' && /^E[A-Z0-9_]+$/.test(code)) return code;
+  }
+  return undefined;
 }

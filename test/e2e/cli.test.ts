@@ -1,4 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
@@ -53,6 +55,23 @@ describe('the vigil command', () => {
     const match = /^sqlite \(.*\): schema version (\d+) of (\d+)/.exec(result.stdout);
     expect(match, result.stdout).not.toBeNull();
     expect(match![1]).toBe(match![2]);
+  });
+
+  it('a failing command prints one line, not a stack trace (the stack only with VIGIL_LOG_LEVEL=debug)', async () => {
+    const notADirectory = join(dataDir, 'a-file');
+    await writeFile(notADirectory, '');
+    const fileAsDataDir = vigil(['migrate'], { VIGIL_DATA_DIR: notADirectory });
+    expect(fileAsDataDir.code).toBe(1);
+    expect(fileAsDataDir.stderr).toMatch(/^vigil: .*EEXIST.*a-file.*\n$/);
+    expect(fileAsDataDir.stderr.trim().split('\n')).toHaveLength(1);
+    const noDatabase = vigil(['migrate'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+    expect(noDatabase.code).toBe(1);
+    expect(noDatabase.stderr).toMatch(/^vigil: .*ECONNREFUSED.*\n$/);
+    expect(noDatabase.stderr.trim().split('\n')).toHaveLength(1);
+    const debugging = vigil(['migrate'], { VIGIL_DATA_DIR: notADirectory, VIGIL_LOG_LEVEL: 'debug' });
+    expect(debugging.code).toBe(1);
+    expect(debugging.stderr).toMatch(/^vigil: .*EEXIST/);
+    expect(debugging.stderr).toMatch(/\n +at /);
   });
 
   it('doctor passes every check on a working setup and exits 0', () => {
