@@ -12,6 +12,13 @@ export function buildProgram(): Command {
     .version(packageInfo().version, '-v, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)');
 
+  // serve is the default command, so commander hands it any word that names no command
+  // ("too many arguments for 'serve'"): a word before serve's options is a mistyped command.
+  program.hook('preSubcommand', (_program, subcommand) => {
+    const first = program.args[0];
+    if (subcommand.name() === 'serve' && first !== undefined && first !== 'serve' && !first.startsWith('-')) unknownCommand(program);
+  });
+
   program
     .command('serve', { isDefault: true })
     .description('start the server (settings from the environment and VIGIL_CONFIG_FILE; see the README)')
@@ -50,6 +57,13 @@ export function buildProgram(): Command {
     });
 
   return program;
+}
+
+/** commander's own "unknown command 'x'" with its closest-name suggestion ("Did you mean chat?"). */
+function unknownCommand(program: Command): never {
+  const own = (program as Command & { unknownCommand?: () => never }).unknownCommand;
+  if (typeof own === 'function') return own.call(program);
+  return program.error(`error: unknown command '${program.args[0]}'`, { code: 'commander.unknownCommand' });
 }
 
 export async function runCli(argv: readonly string[], environment: Record<string, string | undefined> = process.env): Promise<void> {

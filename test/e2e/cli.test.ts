@@ -49,6 +49,21 @@ describe('the vigil command', () => {
     expect(unknown.code).not.toBe(0);
   });
 
+  it('a mistyped command is called unknown, with the closest command suggested (serve being the default does not swallow it)', () => {
+    const typo = vigil(['chta']);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain("unknown command 'chta'");
+    expect(typo.stderr).toContain('Did you mean chat?');
+    expect(typo.stderr).not.toContain('serve');
+    const nonsense = vigil(['frobnicate', '--agent', 'x']);
+    expect(nonsense.code).toBe(1);
+    expect(nonsense.stderr).toContain("unknown command 'frobnicate'");
+    // serve itself still refuses arguments it does not take.
+    const extra = vigil(['serve', 'extra']);
+    expect(extra.code).toBe(1);
+    expect(extra.stderr).toContain("too many arguments for 'serve'");
+  });
+
   it('migrate brings a new SQLite database to the current schema version', () => {
     const result = vigil(['migrate'], { VIGIL_DATA_DIR: dataDir });
     expect(result.code, result.stderr).toBe(0);
