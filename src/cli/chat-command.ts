@@ -10,8 +10,14 @@ export interface ChatOptions {
   agent?: string | undefined;
   thread?: string | undefined;
   input: NodeJS.ReadableStream;
+  /** The conversation. */
   output: NodeJS.WritableStream;
+  /** What went wrong (a refused request, an unreachable server). */
+  errorOutput: NodeJS.WritableStream;
 }
+
+/** The server could not be reached at all (as opposed to a server that answered with an error). */
+class ConnectionError extends Error {}
 
 const threadSchema = z.object({ id: z.string(), agentId: z.string(), title: z.string().nullable() }).passthrough();
 const runSchema = z.object({ meta: z.record(z.string(), z.unknown()) }).passthrough();
@@ -24,13 +30,28 @@ const historySchema = z.object({ messages: z.array(z.object({ role: z.string(), 
  * with why. Returns the exit code.
  */
 export async function chat(options: ChatOptions): Promise<number> {
-  const base = options.url.replace(/\/+$/, '');
   const out = (text: string) => options.output.write(text);
+  const fail = (text: string) => options.errorOutput.write(`vigil chat: ${text}\n`);
+  const base = serverBase(options.url);
+  if (base === undefined) {
+    fail(`invalid server URL "${options.url}" (--url or VIGIL_URL): expected one like http://127.0.0.1:8787`);
+    return 1;
+  }
+  /** A failure, and for a server that could not be reached, where it was looked for. */
+  const failWith = (error: unknown) => {
+    fail(`${error instanceof Error ? error.message : String(error)}${error instanceof ConnectionError ? ` (is the server running at ${base}?)` : ''}`);
+    return 1;
+  };
   const api = async <T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> => {
     const headers: Record<string, string> = {};
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    let response: Response;
+    try {
+      response = await fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    } catch (error) {
+      throw new ConnectionError(`cannot reach ${base}${causeCodeOf(error)}`);
+    }
     const parsed: unknown = await response.json().catch(() => undefined);
     if (!response.ok) {
       const error = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).safeParse(parsed);
@@ -45,26 +66,28 @@ export async function chat(options: ChatOptions): Promise<number> {
       ? await api('GET', `/api/threads/${encodeURIComponent(options.thread)}`, threadSchema)
       : await api('POST', '/api/threads', threadSchema, options.agent ? { agentId: options.agent } : {});
   } catch (error) {
-    out(`vigil chat: ${error instanceof Error ? error.message : String(error)} (is the server running at ${base}?)\n`);
-    return 1;
+    return failWith(error);
   }
   out(`thread ${thread.id} with agent ${thread.agentId}. Type a message; /quit to leave.\n`);
   if (options.thread) {
-    const history = await api('GET', `/api/threads/${encodeURIComponent(thread.id)}/history?limit=20`, historySchema);
-    for (const message of history.messages) out(`${message.role === 'user' ? 'you' : 'agent'}> ${contentText(message.content)}\n`);
+    try {
+      const history = await api('GET', `/api/threads/${encodeURIComponent(thread.id)}/history?limit=20`, historySchema);
+      for (const message of history.messages) out(`${message.role === 'user' ? 'you' : 'agent'}> ${contentText(message.content)}\n`);
+    } catch (error) {
+      return failWith(error);
+    }
   }
 
   const socketUrl = `${base.replace(/^http/, 'ws')}/api/ws${options.token ? `?token=${encodeURIComponent(options.token)}` : ''}`;
   const socket = new WebSocket(socketUrl);
   const opened = new Promise<void>((resolve, reject) => {
     socket.addEventListener('open', () => resolve(), { once: true });
-    socket.addEventListener('error', () => reject(new Error(`cannot open ${socketUrl.replace(/\?token=.*/, '')}`)), { once: true });
+    socket.addEventListener('error', () => reject(new ConnectionError(`cannot open ${socketUrl.replace(/\?token=.*/, '')}`)), { once: true });
   });
   try {
     await opened;
   } catch (error) {
-    out(`vigil chat: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
+    return failWith(error);
   }
   const subscribed = waitForEvent(socket, (event) => event.type === 'thread.subscribed' && event.threadId === thread.id);
   socket.send(JSON.stringify({ type: 'thread.subscribe', threadId: thread.id }));
@@ -123,7 +146,8 @@ export async function chat(options: ChatOptions): Promise<number> {
         prompt();
         return;
       case 'error':
-        out(`\n[error ${event.code}: ${event.message}]\n`);
+        if (openLine.size > 0) out('\n');
+        options.errorOutput.write(`[error ${event.code}: ${event.message}]\n`);
         waitingForOwnRun = false;
         prompt();
         return;
@@ -159,6 +183,26 @@ export async function chat(options: ChatOptions): Promise<number> {
     }, 50);
   });
   return closed;
+}
+
+/** The server's base URL (no trailing slash), or undefined when it is not an http(s) URL. */
+function serverBase(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
+  return url.trim().replace(/\/+$/, '');
+}
+
+/** Why a fetch failed, as ' (ECONNREFUSED)' (a system error's code, else its cause's message), or ''. */
+function causeCodeOf(error: unknown): string {
+  const cause = error instanceof Error ? error.cause : undefined;
+  const code = cause && typeof cause === 'object' && 'code' in cause ? cause.code : undefined;
+  if (typeof code === 'string') return ` (${code})`;
+  return cause instanceof Error && cause.message ? ` (${cause.message})` : '';
 }
 
 function contentText(content: unknown): string {

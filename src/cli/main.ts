@@ -36,7 +36,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--token <token>', 'bearer token, when the server has VIGIL_AUTH_TOKENS').env('VIGIL_TOKEN'))
     .action(async (options: { agent?: string; thread?: string; url: string; token?: string }) => {
       const { chat } = await import('./chat-command.js');
-      process.exitCode = await chat({ ...options, input: process.stdin, output: process.stdout });
+      process.exitCode = await chat({ ...options, input: process.stdin, output: process.stdout, errorOutput: process.stderr });
     });
 
   program

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +20,15 @@ function vigil(args: string[], environment: Record<string, string> = {}) {
     timeout: 60_000,
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A loopback port nothing listens on (it was free a moment ago). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 beforeAll(() => {
@@ -116,18 +126,38 @@ describe('vigil chat', () => {
     await server?.destroy();
   });
 
-  /** `vigil chat` from the source tree, with its input held open until the test ends it. */
-  function startChat(args: string[], token: string) {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'chat', '--url', server.url, ...args], {
+  /**
+   * `vigil chat` from the source tree, with its input held open until the test ends it.
+   * `--url` is the test server's unless `url` says otherwise (null: none given).
+   */
+  function startChat(args: string[], token: string, options: { url?: string | null; environment?: Record<string, string> } = {}) {
+    const url = options.url === undefined ? server.url : options.url;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'chat', ...(url === null ? [] : ['--url', url]), ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_TOKEN: token },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_TOKEN: token, ...options.environment },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      stderr += chunk.toString('utf8');
+    });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    return { child, output: () => output, exited };
+    return { child, output: () => output, stdout: () => stdout, stderr: () => stderr, exited };
+  }
+
+  /** A chat that is given no input and must fail at once: its exit code and streams. */
+  async function failedChat(args: string[], token: string, options: { url?: string | null; environment?: Record<string, string> } = {}) {
+    const chat = startChat(args, token, options);
+    chat.child.stdin.end();
+    const code = await chat.exited;
+    return { code, stdout: chat.stdout(), stderr: chat.stderr() };
   }
 
   it('streams a reply, then shows a follow-up the agent sends on its own, marked with why', async () => {
@@ -167,6 +197,33 @@ describe('vigil chat', () => {
     const chat = startChat(['--thread', thread.body.id], BOB.token);
     chat.child.stdin.end();
     expect(await chat.exited).toBe(1);
-    expect(chat.output()).toContain('THREAD_NOT_FOUND');
+    expect(chat.stderr()).toContain('THREAD_NOT_FOUND');
+    expect(chat.stderr()).not.toContain('is the server running');
+  });
+
+  it('a failure goes to stderr; only an unreachable server gets "is the server running"; a bad --url is called invalid', async () => {
+    const unknownAgent = await failedChat(['--agent', 'no-such-agent'], ALICE.token);
+    expect(unknownAgent.code).toBe(1);
+    expect(unknownAgent.stdout).toBe('');
+    expect(unknownAgent.stderr).toContain('AGENT_NOT_FOUND');
+    expect(unknownAgent.stderr).not.toContain('is the server running');
+
+    const badToken = await failedChat([], 'not-a-configured-token-at-all');
+    expect(badToken.code).toBe(1);
+    expect(badToken.stdout).toBe('');
+    expect(badToken.stderr).toContain('UNAUTHORIZED');
+    expect(badToken.stderr).not.toContain('is the server running');
+
+    const closedPort = await freePort();
+    const unreachable = await failedChat([], ALICE.token, { url: `http://127.0.0.1:${closedPort}` });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stdout).toBe('');
+    expect(unreachable.stderr).toContain(`cannot reach http://127.0.0.1:${closedPort} (ECONNREFUSED) (is the server running at http://127.0.0.1:${closedPort}?)`);
+
+    const notAUrl = await failedChat([], ALICE.token, { url: 'notaurl' });
+    expect(notAUrl.code).toBe(1);
+    expect(notAUrl.stdout).toBe('');
+    expect(notAUrl.stderr).toContain('invalid server URL "notaurl"');
+    expect(notAUrl.stderr).not.toContain('Failed to parse URL');
   });
 });
