@@ -203,18 +203,7 @@ export const LOCAL_USER_ID = 'local';
 export const SETTING_NAMES = [...Object.keys(configSchema.shape), 'VIGIL_CONFIG_FILE'] as const;
 
 export function loadConfig(environment: Record<string, string | undefined> = process.env): Config {
-  const fromFile = readConfigFile(environment.VIGIL_CONFIG_FILE);
-  const merged: Record<string, unknown> = { ...fromFile };
-  for (const key of Object.keys(configSchema.shape)) {
-    const value = environment[key];
-    if (value !== undefined && value !== '') merged[key] = value;
-  }
-  const result = configSchema.safeParse(merged);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(config)'}: ${issue.message}`);
-    throw new VigilError('CONFIG_INVALID', `invalid configuration — ${problems.join('; ')}`, { details: problems });
-  }
-  const value = result.data;
+  const value = parseSettings(configSchema, environment);
   return Object.freeze({
     host: value.VIGIL_HOST,
     port: value.VIGIL_PORT,
@@ -258,6 +247,35 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
             allowedChats: value.VIGIL_TELEGRAM_ALLOWED_CHATS,
           }),
   });
+}
+
+const listenAddressSchema = z.object({ VIGIL_HOST: configSchema.shape.VIGIL_HOST, VIGIL_PORT: configSchema.shape.VIGIL_PORT });
+
+/**
+ * Where a server started with these settings listens (VIGIL_HOST, VIGIL_PORT), read from the
+ * same sources as loadConfig (VIGIL_CONFIG_FILE, then the environment) and checked the same
+ * way, without requiring the rest of the server's settings: what a client on this machine
+ * (`vigil chat`) needs to find it.
+ */
+export function loadListenAddress(environment: Record<string, string | undefined> = process.env): { host: string; port: number } {
+  const value = parseSettings(listenAddressSchema, environment);
+  return { host: value.VIGIL_HOST, port: value.VIGIL_PORT };
+}
+
+/** The settings the schema names, the config file's overridden by the environment's, validated (CONFIG_INVALID names each bad one). */
+function parseSettings<T>(schema: z.ZodType<T>, environment: Record<string, string | undefined>): T {
+  const fromFile = readConfigFile(environment.VIGIL_CONFIG_FILE);
+  const merged: Record<string, unknown> = { ...fromFile };
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = environment[key];
+    if (value !== undefined && value !== '') merged[key] = value;
+  }
+  const result = schema.safeParse(merged);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(config)'}: ${issue.message}`);
+    throw new VigilError('CONFIG_INVALID', `invalid configuration — ${problems.join('; ')}`, { details: problems });
+  }
+  return result.data;
 }
 
 function readConfigFile(path: string | undefined): Record<string, unknown> {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { vigilEventSchema, type VigilEvent } from '../domain/events.js';
 import type { RunTrigger } from '../domain/run-context.js';
 import { describeTrigger } from '../domain/trigger-description.js';
+import { loadListenAddress } from '../config.js';
 
 export interface ChatOptions {
   url: string;
@@ -183,6 +184,16 @@ export async function chat(options: ChatOptions): Promise<number> {
     }, 50);
   });
   return closed;
+}
+
+/**
+ * The URL of the server these settings start on this machine: the host and port it binds
+ * (loadListenAddress, the server's own parsing), a wildcard address reached on loopback.
+ */
+export function localServerUrl(environment: Record<string, string | undefined>): string {
+  const { host, port } = loadListenAddress(environment);
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /** The server's base URL (no trailing slash), or undefined when it is not an http(s) URL. */

@@ -32,11 +32,12 @@ export function buildProgram(): Command {
     .description('chat with an agent in the terminal; replies stream, and replies the agent sends on its own arrive marked with why')
     .option('-a, --agent <agentId>', 'the agent of a new thread (default: your default agent)')
     .option('-t, --thread <threadId>', 'continue this thread instead of starting one')
-    .addOption(new Option('-u, --url <url>', 'the server').env('VIGIL_URL').default('http://127.0.0.1:8787'))
+    .addOption(new Option('-u, --url <url>', 'the server (default: where VIGIL_HOST and VIGIL_PORT, or VIGIL_CONFIG_FILE, have this machine\'s server listen: http://127.0.0.1:8787 unless set)').env('VIGIL_URL'))
     .addOption(new Option('--token <token>', 'bearer token, when the server has VIGIL_AUTH_TOKENS').env('VIGIL_TOKEN'))
-    .action(async (options: { agent?: string; thread?: string; url: string; token?: string }) => {
-      const { chat } = await import('./chat-command.js');
-      process.exitCode = await chat({ ...options, input: process.stdin, output: process.stdout, errorOutput: process.stderr });
+    .action(async (options: { agent?: string; thread?: string; url?: string; token?: string }) => {
+      const { chat, localServerUrl } = await import('./chat-command.js');
+      const url = options.url ?? localServerUrl(process.env);
+      process.exitCode = await chat({ ...options, url, input: process.stdin, output: process.stdout, errorOutput: process.stderr });
     });
 
   program

@@ -148,8 +148,14 @@ describe('vigil chat', () => {
       output += chunk.toString('utf8');
       stderr += chunk.toString('utf8');
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    return { child, output: () => output, stdout: () => stdout, stderr: () => stderr, exited };
+    let ended = false;
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => {
+        ended = true;
+        resolve(code);
+      }),
+    );
+    return { child, output: () => output, stdout: () => stdout, stderr: () => stderr, exited, ended: () => ended };
   }
 
   /** A chat that is given no input and must fail at once: its exit code and streams. */
@@ -225,5 +231,22 @@ describe('vigil chat', () => {
     expect(notAUrl.stdout).toBe('');
     expect(notAUrl.stderr).toContain('invalid server URL "notaurl"');
     expect(notAUrl.stderr).not.toContain('Failed to parse URL');
+  });
+
+  it('without VIGIL_URL or --url, finds the server where VIGIL_PORT has it listen', async () => {
+    const port = new URL(server.url).port;
+    const chat = startChat([], ALICE.token, { url: null, environment: { VIGIL_PORT: port } });
+    try {
+      await waitFor(() => chat.output().includes('Type a message') || chat.ended(), 30_000, 'the chat to reach the server on VIGIL_PORT');
+      expect(chat.output()).toContain('Type a message');
+    } catch (error) {
+      throw new Error(`${String(error)}; the chat printed:\n${chat.output()}`);
+    } finally {
+      chat.child.stdin.end();
+    }
+    expect(await chat.exited).toBe(0);
+    const badPort = await failedChat([], ALICE.token, { url: null, environment: { VIGIL_PORT: 'eighty' } });
+    expect(badPort.code).toBe(1);
+    expect(badPort.stderr).toMatch(/CONFIG_INVALID: .*VIGIL_PORT/);
   });
 });

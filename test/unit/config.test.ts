@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, loadListenAddress } from '../../src/config.js';
+import { localServerUrl } from '../../src/cli/chat-command.js';
 import { isVigilError } from '../../src/domain/errors.js';
 
 function configError(environment: Record<string, string>): string {
@@ -49,5 +50,24 @@ describe('config', () => {
     expect(loadConfig({ VIGIL_CONFIG_FILE: file, VIGIL_PORT: '9100' })).toMatchObject({ port: 9100, dataDir: '/tmp/x' });
     writeFileSync(file, JSON.stringify({ VIGIL_PROT: 9000 }));
     expect(configError({ VIGIL_CONFIG_FILE: file })).toContain('VIGIL_PROT');
+  });
+
+  it('a client finds the local server where its settings have it listen (VIGIL_HOST, VIGIL_PORT, the config file), checked like the server checks them', () => {
+    expect(localServerUrl({})).toBe('http://127.0.0.1:8787');
+    expect(localServerUrl({ VIGIL_PORT: '18795' })).toBe('http://127.0.0.1:18795');
+    expect(localServerUrl({ VIGIL_HOST: 'localhost', VIGIL_PORT: '9000' })).toBe('http://localhost:9000');
+    // A server on every interface is reached on loopback; an IPv6 host is bracketed.
+    expect(localServerUrl({ VIGIL_HOST: '0.0.0.0', VIGIL_PORT: '9000' })).toBe('http://127.0.0.1:9000');
+    expect(localServerUrl({ VIGIL_HOST: '::', VIGIL_PORT: '9000' })).toBe('http://[::1]:9000');
+    const directory = mkdtempSync(join(tmpdir(), 'vigil-config-'));
+    const file = join(directory, 'vigil.json');
+    writeFileSync(file, JSON.stringify({ VIGIL_PORT: 9001 }));
+    expect(localServerUrl({ VIGIL_CONFIG_FILE: file })).toBe('http://127.0.0.1:9001');
+    expect(localServerUrl({ VIGIL_CONFIG_FILE: file, VIGIL_PORT: '9002' })).toBe('http://127.0.0.1:9002');
+    // Only the address is needed: a server setting the client does not use cannot stop it...
+    expect(localServerUrl({ VIGIL_PORT: '9003', VIGIL_MODEL: 'anthropic:claude-sonnet-4-5' })).toBe('http://127.0.0.1:9003');
+    // ...but a bad address is refused as the server refuses it.
+    expect(() => localServerUrl({ VIGIL_PORT: 'eighty' })).toThrow(/CONFIG_INVALID|VIGIL_PORT/);
+    expect(() => loadListenAddress({ VIGIL_PORT: 'eighty' })).toThrow(/VIGIL_PORT/);
   });
 });
