@@ -33,6 +33,13 @@ const historySchema = z.object({ messages: z.array(z.object({ role: z.string(), 
 export async function chat(options: ChatOptions): Promise<number> {
   const out = (text: string) => options.output.write(text);
   const fail = (text: string) => options.errorOutput.write(`vigil chat: ${text}\n`);
+  // An empty id (an unset shell variable, say) is a mistake, not a wish for a new thread.
+  for (const [flag, value] of [['--thread', options.thread], ['--agent', options.agent]] as const) {
+    if (value !== undefined && value.trim() === '') {
+      fail(`${flag} needs an id; it was given an empty one`);
+      return 1;
+    }
+  }
   const base = serverBase(options.url);
   if (base === undefined) {
     fail(`invalid server URL "${options.url}" (--url or VIGIL_URL): expected one like http://127.0.0.1:8787`);

@@ -249,4 +249,16 @@ describe('vigil chat', () => {
     expect(badPort.code).toBe(1);
     expect(badPort.stderr).toMatch(/CONFIG_INVALID: .*VIGIL_PORT/);
   });
+
+  it('refuses an empty --thread or --agent instead of quietly starting a new thread', async () => {
+    const before = await server.request('GET', '/api/threads?limit=100');
+    for (const args of [['--thread', ''], ['--thread', ' '], ['--agent', '']]) {
+      const refused = await failedChat(args, ALICE.token);
+      expect(refused.code, args.join(' ')).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(`${args[0]} needs an id`);
+    }
+    const after = await server.request('GET', '/api/threads?limit=100');
+    expect(after.body.threads).toHaveLength(before.body.threads.length);
+  });
 });
