@@ -68,16 +68,19 @@ export async function chat(options: ChatOptions): Promise<number> {
     return schema.parse(parsed);
   };
 
-  let thread: z.infer<typeof threadSchema>;
+  // A new thread is made with the first message (leaving at once leaves no empty thread
+  // behind); what it will need is checked now, so a wrong --agent or token fails at once.
+  let thread: z.infer<typeof threadSchema> | undefined;
   try {
-    thread = options.thread
-      ? await api('GET', `/api/threads/${encodeURIComponent(options.thread)}`, threadSchema)
-      : await api('POST', '/api/threads', threadSchema, options.agent ? { agentId: options.agent } : {});
+    if (options.thread) thread = await api('GET', `/api/threads/${encodeURIComponent(options.thread)}`, threadSchema);
+    else if (options.agent) await api('GET', `/api/agents/${encodeURIComponent(options.agent)}`, z.unknown());
+    else await api('GET', '/api/agents', z.unknown());
   } catch (error) {
     return failWith(error);
   }
-  out(`thread ${thread.id} with agent ${thread.agentId}. Type a message; /quit to leave.\n`);
-  if (options.thread) {
+  if (thread) out(`thread ${thread.id} with agent ${thread.agentId}. Type a message; /quit to leave.\n`);
+  else out(`a new thread with ${options.agent ? `agent ${options.agent}` : 'your default agent'}, made when you send your first message. Type a message; /quit to leave.\n`);
+  if (thread) {
     try {
       const history = await api('GET', `/api/threads/${encodeURIComponent(thread.id)}/history?limit=20`, historySchema);
       for (const message of history.messages) out(`${message.role === 'user' ? 'you' : 'agent'}> ${contentText(message.content)}\n`);
@@ -97,9 +100,34 @@ export async function chat(options: ChatOptions): Promise<number> {
   } catch (error) {
     return failWith(error);
   }
-  const subscribed = waitForEvent(socket, (event) => event.type === 'thread.subscribed' && event.threadId === thread.id);
-  socket.send(JSON.stringify({ type: 'thread.subscribe', threadId: thread.id }));
-  await subscribed;
+  /** Subscribe to the thread, and wait until no later event of it can be missed. */
+  const subscribe = async (threadId: string): Promise<void> => {
+    const answered = nextEvent(socket, (event) => (event.type === 'thread.subscribed' || event.type === 'error') && event.threadId === threadId);
+    socket.send(JSON.stringify({ type: 'thread.subscribe', threadId }));
+    const answer = await answered;
+    if (answer.type === 'error') throw new Error(`${answer.code}: ${answer.message}`);
+  };
+  if (thread) {
+    try {
+      await subscribe(thread.id);
+    } catch (error) {
+      socket.close();
+      return failWith(error);
+    }
+  }
+  /**
+   * The thread of a new chat is made with its first message, and subscribed before the
+   * message is sent: the run it starts, and all that comes later, is seen from its start.
+   */
+  const threadForMessage = async (): Promise<string> => {
+    if (!thread) {
+      const made = await api('POST', '/api/threads', threadSchema, options.agent ? { agentId: options.agent } : {});
+      await subscribe(made.id);
+      thread = made;
+      out(`(thread ${made.id} with agent ${made.agentId})\n`);
+    }
+    return thread.id;
+  };
 
   const prompt = () => out('you> ');
   /** Runs whose tokens were printed, so their whole message is not printed again. */
@@ -125,7 +153,7 @@ export async function chat(options: ChatOptions): Promise<number> {
     printing = printing.then(() => show(event)).catch(() => undefined);
   });
   const show = async (event: VigilEvent): Promise<void> => {
-    if ('threadId' in event && event.threadId !== undefined && event.threadId !== thread.id) return;
+    if ('threadId' in event && event.threadId !== undefined && event.threadId !== thread?.id) return;
     switch (event.type) {
       case 'run.start':
         if (event.trigger === 'user') {
@@ -168,6 +196,8 @@ export async function chat(options: ChatOptions): Promise<number> {
     socket.addEventListener('close', () => resolve(0), { once: true });
   });
   const lines = createInterface({ input: options.input, terminal: false });
+  /** Messages go out one after another (the first may be making the thread). */
+  let sending: Promise<void> = Promise.resolve();
   prompt();
   lines.on('line', (line) => {
     const text = line.trim();
@@ -177,7 +207,16 @@ export async function chat(options: ChatOptions): Promise<number> {
     }
     if (!text) return prompt();
     waitingForOwnRun = true;
-    socket.send(JSON.stringify({ type: 'message.send', threadId: thread.id, content: text }));
+    sending = sending
+      .then(async () => {
+        const threadId = await threadForMessage();
+        socket.send(JSON.stringify({ type: 'message.send', threadId, content: text }));
+      })
+      .catch((error: unknown) => {
+        failWith(error);
+        waitingForOwnRun = false;
+        prompt();
+      });
   });
   // End of input (a pipe, or /quit): let a reply in flight finish, then leave.
   lines.on('close', () => {
@@ -241,13 +280,14 @@ function safeJson(text: string): unknown {
   }
 }
 
-function waitForEvent(socket: WebSocket, match: (event: VigilEvent) => boolean): Promise<void> {
+/** The next event on the socket that matches. */
+function nextEvent(socket: WebSocket, match: (event: VigilEvent) => boolean): Promise<VigilEvent> {
   return new Promise((resolve) => {
     const onMessage = (message: MessageEvent) => {
       const parsed = vigilEventSchema.safeParse(safeJson(String(message.data)));
       if (parsed.success && match(parsed.data)) {
         socket.removeEventListener('message', onMessage);
-        resolve();
+        resolve(parsed.data);
       }
     };
     socket.addEventListener('message', onMessage);

@@ -261,4 +261,33 @@ describe('vigil chat', () => {
     const after = await server.request('GET', '/api/threads?limit=100');
     expect(after.body.threads).toHaveLength(before.body.threads.length);
   });
+
+  it('makes its thread with the first message: leaving at once leaves no empty thread behind', async () => {
+    const threadCount = async () => ((await server.request('GET', '/api/threads?limit=100')).body.threads as unknown[]).length;
+    const before = await threadCount();
+    for (const leave of ['', '/quit\n']) {
+      const chat = startChat([], ALICE.token);
+      await waitFor(() => chat.output().includes('Type a message') || chat.ended(), 30_000, 'the chat to start');
+      chat.child.stdin.end(leave);
+      expect(await chat.exited, chat.output()).toBe(0);
+    }
+    expect(await threadCount()).toBe(before);
+    // The first message makes the thread, and its reply streams as before.
+    const chat = startChat([], ALICE.token);
+    try {
+      await waitFor(() => chat.output().includes('Type a message'), 30_000, 'the chat to start');
+      chat.child.stdin.write('hello there\n');
+      await waitFor(() => chat.stdout().includes('You said: "hello there"'), 30_000, 'the reply');
+      const threadId = /\(thread (\S+) with agent default\)/.exec(chat.stdout())?.[1];
+      expect(threadId, chat.stdout()).toBeDefined();
+      const history = await server.request('GET', `/api/threads/${threadId}/history`);
+      expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant']);
+    } catch (error) {
+      throw new Error(`${String(error)}; the chat printed:\n${chat.output()}`);
+    } finally {
+      chat.child.stdin.end();
+    }
+    expect(await chat.exited).toBe(0);
+    expect(await threadCount()).toBe(before + 1);
+  });
 });
