@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { vigilEventSchema, type VigilEvent } from '../domain/events.js';
@@ -17,11 +18,19 @@ export interface ChatOptions {
   errorOutput: NodeJS.WritableStream;
 }
 
+/** A message typed: sent (with its request id) once the one before it has started its run. */
+interface Message {
+  requestId: string;
+  text: string;
+  sent: boolean;
+  runId?: string;
+}
+
 /** The server could not be reached at all (as opposed to a server that answered with an error). */
 class ConnectionError extends Error {}
 
 const threadSchema = z.object({ id: z.string(), agentId: z.string(), title: z.string().nullable() }).passthrough();
-const runSchema = z.object({ meta: z.record(z.string(), z.unknown()) }).passthrough();
+const runSchema = z.object({ meta: z.record(z.string(), z.unknown()), correlationId: z.string() }).passthrough();
 const historySchema = z.object({ messages: z.array(z.object({ role: z.string(), content: z.unknown() }).passthrough()) }).passthrough();
 
 /**
@@ -133,7 +142,29 @@ export async function chat(options: ChatOptions): Promise<number> {
   /** Runs whose tokens were printed, so their whole message is not printed again. */
   const streamed = new Set<string>();
   const openLine = new Set<string>();
-  let waitingForOwnRun = false;
+  /**
+   * Every message typed and not yet answered, oldest first. Each is sent with a request id
+   * of its own, which its run carries as correlationId, so each run is matched to its
+   * message. One is sent at a time, the next once the last one's run has started (the
+   * server runs a thread's messages one after another anyway): an error the server answers
+   * for the thread (a refused message.send starts no run) is then the sent one's.
+   */
+  const pending: Message[] = [];
+  /** Messages the server refused (or that could not be sent): the exit code says so. */
+  let undelivered = 0;
+  /** The message sent whose run has not started yet, if any. */
+  const unstarted = () => pending.find((entry) => entry.sent && entry.runId === undefined);
+  /** The message a person's run answers: the one with its correlationId (another client's run matches none). */
+  const claimRun = async (runId: string) => {
+    let correlationId: string | undefined;
+    try {
+      correlationId = (await api('GET', `/api/runs/${encodeURIComponent(runId)}`, runSchema)).correlationId;
+    } catch {
+      correlationId = undefined; // not found out: the message waiting for its run is the likeliest
+    }
+    const entry = correlationId === undefined ? unstarted() : pending.find((candidate) => candidate.requestId === correlationId);
+    if (entry) entry.runId = runId;
+  };
   const whyOf = async (runId: string, trigger: RunTrigger) => {
     try {
       const run = await api('GET', `/api/runs/${encodeURIComponent(runId)}`, runSchema);
@@ -157,6 +188,8 @@ export async function chat(options: ChatOptions): Promise<number> {
     switch (event.type) {
       case 'run.start':
         if (event.trigger === 'user') {
+          await claimRun(event.runId);
+          sendNext();
           out('agent> ');
           openLine.add(event.runId);
         } else {
@@ -178,26 +211,56 @@ export async function chat(options: ChatOptions): Promise<number> {
         if (event.status === 'interrupted') out('\n[waiting for your approval of a tool call: GET /api/approvals]');
         if (openLine.delete(event.runId) || event.status !== 'succeeded') out('\n');
         streamed.delete(event.runId);
-        waitingForOwnRun = false;
+        answered(pending.find((entry) => entry.runId === event.runId));
         prompt();
         return;
-      case 'error':
+      case 'error': {
         if (openLine.size > 0) out('\n');
         options.errorOutput.write(`[error ${event.code}: ${event.message}]\n`);
-        waitingForOwnRun = false;
+        // A refused message.send (it started no run) is answered by an error of its thread.
+        const refused = event.threadId === undefined ? undefined : unstarted();
+        if (refused) undelivered += 1;
+        answered(refused);
         prompt();
         return;
+      }
       default:
         return;
     }
   };
 
   const closed = new Promise<number>((resolve) => {
-    socket.addEventListener('close', () => resolve(0), { once: true });
+    socket.addEventListener('close', () => resolve(undelivered > 0 ? 1 : 0), { once: true });
   });
+  let inputEnded = false;
+  /** A message is answered (its run ended, or it was refused): at the end of input, the last one lets the chat leave. */
+  const answered = (entry: Message | undefined) => {
+    if (entry) pending.splice(pending.indexOf(entry), 1);
+    if (inputEnded && pending.length === 0) socket.close();
+    else sendNext();
+  };
+  let sending = false;
+  /** Send the oldest message not sent yet, unless one sent is still waiting for its run (the first makes the thread). */
+  const sendNext = () => {
+    const next = pending.find((entry) => !entry.sent);
+    if (sending || !next || unstarted()) return;
+    sending = true;
+    void (async () => {
+      try {
+        const threadId = await threadForMessage();
+        socket.send(JSON.stringify({ type: 'message.send', threadId, content: next.text, requestId: next.requestId }));
+        next.sent = true;
+        sending = false;
+      } catch (error) {
+        sending = false;
+        failWith(error);
+        undelivered += 1;
+        answered(next);
+        prompt();
+      }
+    })();
+  };
   const lines = createInterface({ input: options.input, terminal: false });
-  /** Messages go out one after another (the first may be making the thread). */
-  let sending: Promise<void> = Promise.resolve();
   prompt();
   lines.on('line', (line) => {
     const text = line.trim();
@@ -206,28 +269,13 @@ export async function chat(options: ChatOptions): Promise<number> {
       return;
     }
     if (!text) return prompt();
-    waitingForOwnRun = true;
-    sending = sending
-      .then(async () => {
-        const threadId = await threadForMessage();
-        socket.send(JSON.stringify({ type: 'message.send', threadId, content: text }));
-      })
-      .catch((error: unknown) => {
-        failWith(error);
-        waitingForOwnRun = false;
-        prompt();
-      });
+    pending.push({ requestId: randomUUID(), text, sent: false });
+    sendNext();
   });
-  // End of input (a pipe, or /quit): let a reply in flight finish, then leave.
+  // End of input (a pipe, or /quit): leave once every message has its whole reply.
   lines.on('close', () => {
-    const leave = () => socket.close();
-    if (!waitingForOwnRun) return leave();
-    const poll = setInterval(() => {
-      if (!waitingForOwnRun) {
-        clearInterval(poll);
-        leave();
-      }
-    }, 50);
+    inputEnded = true;
+    answered(undefined);
   });
   return closed;
 }

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -289,5 +289,30 @@ describe('vigil chat', () => {
     }
     expect(await chat.exited).toBe(0);
     expect(await threadCount()).toBe(before + 1);
+  });
+
+  it('piped lines: every message gets its whole reply before the chat leaves at the end of input', async () => {
+    // Replies that take a moment, so the first ends while the others still wait.
+    const slow = await startTestServer({ kind: 'sqlite' }, { demoTokenDelayMs: 10 });
+    const chat = startChat([], ALICE.token, { url: slow.url });
+    onTestFinished(() => slow.destroy());
+    chat.child.stdin.end('Hello\nWhat can you do?\nAnd a third one\n');
+    const code = await chat.exited;
+    expect(chat.stderr()).toBe('');
+    for (const line of ['Hello', 'What can you do?', 'And a third one']) expect(chat.stdout()).toContain(`You said: "${line}"`);
+    // Each reply is whole: three run ends, three prompts after them.
+    expect(chat.stdout().match(/agent> /g)).toHaveLength(3);
+    expect(code).toBe(0);
+  });
+
+  it('piped lines: a message the server refuses is said on stderr and sets the exit code; the others are still answered', async () => {
+    const chat = startChat([], ALICE.token);
+    // Longer than a message may be (100,000 characters): refused with VALIDATION_FAILED.
+    chat.child.stdin.end(`Hello\n${'x'.repeat(100_001)}\nBye\n`);
+    const code = await chat.exited;
+    expect(chat.stderr()).toMatch(/^\[error VALIDATION_FAILED: [^\]]*\]\n$/);
+    expect(chat.stdout()).toContain('You said: "Hello"');
+    expect(chat.stdout()).toContain('You said: "Bye"');
+    expect(code).toBe(1);
   });
 });
