@@ -1,11 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { PassThrough, Writable } from 'node:stream';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import { randomSchemaName } from '../helpers/postgres.js';
+import { chat } from '../../src/cli/chat-command.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -314,5 +317,278 @@ describe('vigil chat', () => {
     expect(chat.stdout()).toContain('You said: "Hello"');
     expect(chat.stdout()).toContain('You said: "Bye"');
     expect(code).toBe(1);
+  });
+});
+
+/** A server on a fixed port that can be stopped and started again (a restart, or a server that is down a while). */
+async function startRestartableServer(options: { demoTokenDelayMs?: number } = {}) {
+  const port = await freePort();
+  const place = { dataDir: await makeTempDir(), schema: randomSchemaName() };
+  const start = () => startTestServer({ kind: 'sqlite' }, { environment: { VIGIL_PORT: String(port) }, place, ...options });
+  let current: TestServer | undefined = await start();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server: () => current!,
+    stop: async () => {
+      await current?.close();
+      current = undefined;
+    },
+    start: async () => {
+      current = await start();
+    },
+    destroy: async () => {
+      if (current) await current.destroy();
+      else await removeTempDir(place.dataDir);
+    },
+  };
+}
+
+/**
+ * A TCP relay in front of a server, to cut the network between the chat and a server that
+ * stays up: drop() ends every connection and refuses new ones until restore(); swallow()
+ * keeps what the chat sends from reaching the server (counting it).
+ */
+async function startRelay(targetUrl: string) {
+  const target = new URL(targetUrl);
+  const port = await freePort();
+  const sockets = new Set<Socket>();
+  let swallowing = false;
+  let swallowed = 0;
+  const relay = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => undefined);
+    }
+    client.on('data', (chunk: Buffer) => {
+      if (swallowing) swallowed += chunk.length;
+      else upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  const listen = () => new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve));
+  await listen();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    swallow: () => {
+      swallowing = true;
+    },
+    swallowed: () => swallowed,
+    drop: async () => {
+      const closed = new Promise<void>((resolve) => relay.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    restore: async () => {
+      swallowing = false;
+      await listen();
+    },
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      if (relay.listening) await new Promise<void>((resolve) => relay.close(() => resolve()));
+    },
+  };
+}
+
+describe('vigil chat when the connection drops', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ kind: 'sqlite' });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  /** `vigil chat` from the source tree against `url`, its input held open until the test ends it. */
+  function startChat(url: string, args: string[] = []) {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'chat', '--url', url, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VIGIL_TOKEN: ALICE.token },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    let ended = false;
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => {
+        ended = true;
+        resolve(code);
+      }),
+    );
+    onTestFinished(() => {
+      if (!ended) child.kill('SIGKILL');
+    });
+    const chat = {
+      child,
+      stdout: () => stdout,
+      stderr: () => stderr,
+      exited,
+      /** Wait for the condition; a chat that exits first, or never gets there, fails with what it printed. */
+      until: async (condition: () => boolean, what: string) => {
+        try {
+          await waitFor(() => condition() || ended, 10_000, what);
+        } catch (error) {
+          throw new Error(`${String(error)}; the chat printed:\n${stdout}\n--- stderr:\n${stderr}`);
+        }
+        if (!condition()) throw new Error(`the chat exited before ${what}; it printed:\n${stdout}\n--- stderr:\n${stderr}`);
+      },
+    };
+    return chat;
+  }
+  const threadIdOf = (stdout: string) => /\(thread (\S+) with agent/.exec(stdout)?.[1];
+
+  it('the server stops: the chat says so, keeps a line typed meanwhile, sends it once the server is back, and leaves with exit 0', async () => {
+    const server = await startRestartableServer();
+    onTestFinished(() => server.destroy());
+    const chat = startChat(server.url);
+    chat.child.stdin.write('first\n');
+    await chat.until(() => chat.stdout().includes('You said: "first"'), 'the first reply');
+    await server.stop();
+    await chat.until(() => chat.stderr().includes(`vigil chat: connection to ${server.url} lost`), 'the chat to say the connection was lost');
+    chat.child.stdin.write('second\n');
+    await chat.until(() => chat.stderr().includes('not connected: "second" will be sent once the connection'), 'the chat to say the line waits');
+    await server.start();
+    await chat.until(() => chat.stdout().includes('You said: "second"'), 'the reply to the line typed while disconnected');
+    expect(chat.stderr()).toContain(`vigil chat: reconnected to ${server.url}`);
+    // The same thread: both messages are in it, once each.
+    const threadId = threadIdOf(chat.stdout());
+    const history = await server.server().request('GET', `/api/threads/${threadId}/history`);
+    expect(history.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)).toEqual(['first', 'second']);
+    chat.child.stdin.end();
+    expect(await chat.exited).toBe(0);
+  });
+
+  it('--thread: shows the thread, continues it, and resumes it after a restart', async () => {
+    const restartable = await startRestartableServer();
+    onTestFinished(() => restartable.destroy());
+    const thread = await restartable.server().request('POST', '/api/threads', { body: {} });
+    const first = await restartable.server().request('POST', `/api/threads/${thread.body.id}/messages`, { body: { content: 'said before' } });
+    expect(first.status).toBe(200);
+    const chat = startChat(restartable.url, ['--thread', thread.body.id]);
+    await chat.until(() => chat.stdout().includes('you> said before\nagent> [demo model] You said: "said before"'), 'the history');
+    chat.child.stdin.write('and now\n');
+    await chat.until(() => chat.stdout().includes('You said: "and now"'), 'the reply');
+    await restartable.stop();
+    await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
+    await restartable.start();
+    await chat.until(() => chat.stderr().includes('reconnected'), 'the chat to reconnect');
+    chat.child.stdin.write('after the restart\n');
+    await chat.until(() => chat.stdout().includes('You said: "after the restart"'), 'the reply after the restart');
+    chat.child.stdin.end();
+    expect(await chat.exited).toBe(0);
+  });
+
+  it('end of input while the server is down: leaves at once when nothing waits for a reply', async () => {
+    const server = await startRestartableServer();
+    onTestFinished(() => server.destroy());
+    const chat = startChat(server.url);
+    chat.child.stdin.write('hello\n');
+    await chat.until(() => chat.stdout().includes('You said: "hello"'), 'the reply');
+    await server.stop();
+    await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
+    chat.child.stdin.end();
+    expect(await chat.exited).toBe(0);
+  });
+
+  it('a dropped connection resumes after the last event seen: a reply given meanwhile is shown, nothing twice', async () => {
+    const relay = await startRelay(server.url);
+    onTestFinished(() => relay.close());
+    const chat = startChat(relay.url);
+    chat.child.stdin.write('before the drop\n');
+    await chat.until(() => chat.stdout().includes('You said: "before the drop"'), 'the first reply');
+    const threadId = threadIdOf(chat.stdout());
+    await relay.drop();
+    await chat.until(() => chat.stderr().includes(`connection to ${relay.url} lost`), 'the chat to say the connection was lost');
+    // Another client of the same person speaks on the thread while this one is cut off.
+    const elsewhere = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'said elsewhere' } });
+    expect(elsewhere.status).toBe(200);
+    await relay.restore();
+    await chat.until(() => chat.stdout().includes('You said: "said elsewhere"'), 'the reply given while the connection was down');
+    chat.child.stdin.end();
+    expect(await chat.exited).toBe(0);
+    expect(chat.stdout().match(/You said: "before the drop"/g)).toHaveLength(1);
+    expect(chat.stdout().match(/You said: "said elsewhere"/g)).toHaveLength(1);
+  });
+
+  it('a reply cut off by a dropped connection is finished after the reconnect, and the end of input waits for it', async () => {
+    const slow = await startTestServer({ kind: 'sqlite' }, { demoTokenDelayMs: 60 });
+    onTestFinished(() => slow.destroy());
+    const relay = await startRelay(slow.url);
+    onTestFinished(() => relay.close());
+    const chat = startChat(relay.url);
+    chat.child.stdin.write('take your time\n');
+    await chat.until(() => chat.stdout().includes('[demo model]'), 'the reply to start streaming');
+    const threadId = threadIdOf(chat.stdout());
+    await relay.drop();
+    await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
+    chat.child.stdin.end();
+    // The run finishes on the server meanwhile.
+    await waitFor(async () => ((await slow.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Array<{ status: string }>).every((run) => run.status !== 'running'), 30_000, 'the run to end');
+    expect(chat.child.exitCode).toBeNull();
+    await relay.restore();
+    expect(await chat.exited).toBe(0);
+    expect(chat.stdout()).toContain('Anything else?');
+  });
+
+  it('a reply finished while the connection was down and the server restarted (its events gone) is read from the history', async () => {
+    const restartable = await startRestartableServer({ demoTokenDelayMs: 60 });
+    onTestFinished(() => restartable.destroy());
+    const relay = await startRelay(restartable.url);
+    onTestFinished(() => relay.close());
+    const chat = startChat(relay.url);
+    chat.child.stdin.write('take your time\n');
+    await chat.until(() => chat.stdout().includes('[demo model]'), 'the reply to start streaming');
+    const threadId = threadIdOf(chat.stdout());
+    await relay.drop();
+    await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
+    chat.child.stdin.end();
+    await waitFor(async () => ((await restartable.server().request('GET', `/api/threads/${threadId}/runs`)).body.runs as Array<{ status: string }>).every((run) => run.status !== 'running'), 30_000, 'the run to end');
+    // A restart: the events kept for replay (SQLite: in memory) are gone.
+    await restartable.stop();
+    await restartable.start();
+    await relay.restore();
+    expect(await chat.exited).toBe(0);
+    expect(chat.stdout()).toContain('agent> [demo model] You said: "take your time". Configure VIGIL_MODEL for real answers. Anything else?\n');
+  });
+
+  it('a message lost as the connection dropped is named as unconfirmed, and the exit code says so', async () => {
+    const relay = await startRelay(server.url);
+    onTestFinished(() => relay.close());
+    const chat = startChat(relay.url);
+    chat.child.stdin.write('first\n');
+    await chat.until(() => chat.stdout().includes('You said: "first"'), 'the first reply');
+    relay.swallow();
+    chat.child.stdin.write('lost words\n');
+    await waitFor(() => relay.swallowed() > 0, 30_000, 'the message to be sent into the void');
+    await relay.drop();
+    await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
+    await relay.restore();
+    await chat.until(() => chat.stderr().includes('unconfirmed: "lost words" was sent as the connection dropped'), 'the chat to name the lost message');
+    chat.child.stdin.end();
+    expect(await chat.exited).toBe(1);
+  });
+
+  it('gives up after a bounded number of attempts, naming every message not sent, with exit 1', async () => {
+    const restartable = await startRestartableServer();
+    onTestFinished(() => restartable.destroy());
+    const input = new PassThrough();
+    let stdout = '';
+    let stderr = '';
+    const output = new Writable({ write: (chunk: Buffer, _encoding, done) => ((stdout += chunk.toString('utf8')), done()) });
+    const errorOutput = new Writable({ write: (chunk: Buffer, _encoding, done) => ((stderr += chunk.toString('utf8')), done()) });
+    const code = chat({ url: restartable.url, token: ALICE.token, input, output, errorOutput, reconnectDelaysMs: [10, 10, 10] });
+    input.write('hello\n');
+    await waitFor(() => stdout.includes('You said: "hello"'), 10_000, 'the reply');
+    await restartable.stop();
+    await waitFor(() => stderr.includes('lost'), 10_000, 'the chat to say the connection was lost');
+    input.write('still here?\n');
+    expect(await code).toBe(1);
+    expect(stderr).toContain(`vigil chat: could not reconnect to ${restartable.url}; giving up`);
+    expect(stderr).toContain('vigil chat: not sent: "still here?"');
   });
 });
