@@ -515,10 +515,12 @@ describe('vigil chat when the connection drops', () => {
     expect(chat.stdout().match(/You said: "said elsewhere"/g)).toHaveLength(1);
   });
 
-  it('a reply cut off by a dropped connection is finished after the reconnect, and the end of input waits for it', async () => {
-    const slow = await startTestServer({ kind: 'sqlite' }, { demoTokenDelayMs: 60 });
-    onTestFinished(() => slow.destroy());
-    const relay = await startRelay(slow.url);
+  /**
+   * A chat through a relay whose connection drops while a reply streams; its input then
+   * ends, and the run finishes on the server. The relay is still down when this returns.
+   */
+  async function cutOffMidReply(url: string, server: () => TestServer) {
+    const relay = await startRelay(url);
     onTestFinished(() => relay.close());
     const chat = startChat(relay.url);
     chat.child.stdin.write('take your time\n');
@@ -527,8 +529,15 @@ describe('vigil chat when the connection drops', () => {
     await relay.drop();
     await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
     chat.child.stdin.end();
+    await waitFor(async () => ((await server().request('GET', `/api/threads/${threadId}/runs`)).body.runs as Array<{ status: string }>).every((run) => run.status !== 'running'), 30_000, 'the run to end');
+    return { relay, chat, threadId };
+  }
+
+  it('a reply cut off by a dropped connection is finished after the reconnect, and the end of input waits for it', async () => {
+    const slow = await startTestServer({ kind: 'sqlite' }, { demoTokenDelayMs: 60 });
+    onTestFinished(() => slow.destroy());
     // The run finishes on the server meanwhile.
-    await waitFor(async () => ((await slow.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Array<{ status: string }>).every((run) => run.status !== 'running'), 30_000, 'the run to end');
+    const { relay, chat } = await cutOffMidReply(slow.url, () => slow);
     expect(chat.child.exitCode).toBeNull();
     await relay.restore();
     expect(await chat.exited).toBe(0);
@@ -538,16 +547,7 @@ describe('vigil chat when the connection drops', () => {
   it('a reply finished while the connection was down and the server restarted (its events gone) is read from the history', async () => {
     const restartable = await startRestartableServer({ demoTokenDelayMs: 60 });
     onTestFinished(() => restartable.destroy());
-    const relay = await startRelay(restartable.url);
-    onTestFinished(() => relay.close());
-    const chat = startChat(relay.url);
-    chat.child.stdin.write('take your time\n');
-    await chat.until(() => chat.stdout().includes('[demo model]'), 'the reply to start streaming');
-    const threadId = threadIdOf(chat.stdout());
-    await relay.drop();
-    await chat.until(() => chat.stderr().includes('lost'), 'the chat to say the connection was lost');
-    chat.child.stdin.end();
-    await waitFor(async () => ((await restartable.server().request('GET', `/api/threads/${threadId}/runs`)).body.runs as Array<{ status: string }>).every((run) => run.status !== 'running'), 30_000, 'the run to end');
+    const { relay, chat } = await cutOffMidReply(restartable.url, () => restartable.server());
     // A restart: the events kept for replay (SQLite: in memory) are gone.
     await restartable.stop();
     await restartable.start();
