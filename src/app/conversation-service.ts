@@ -279,7 +279,7 @@ export class ConversationService {
   /** Cancels that reach the other instances (PostgreSQL); this instance then hears theirs. */
   async cancelAcrossInstances(cancellations: RunCancellations): Promise<() => void> {
     this.cancellations = cancellations;
-    return cancellations.listen((cancel) => void this.coordinator.cancel(cancel.userId, cancel.runId));
+    return cancellations.listen((cancel) => this.coordinator.cancelNowOrWhenRequested(cancel.userId, cancel.runId));
   }
 
   /** Whether the run added any message to its thread (for a webhook: whether its task was stored). */

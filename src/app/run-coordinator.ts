@@ -52,6 +52,9 @@ export interface RunCoordinatorDependencies {
 const PREEMPTIBLE_TRIGGERS: ReadonlySet<RunContext['trigger']> = new Set(['autonomy', 'check_in', 'heartbeat']);
 export const PREEMPTED_REASON = 'pre-empted by a person\'s message';
 export const STOPPING_REASON = 'the server is stopping';
+/** How long a cancel that came before its run is kept, and how many at most. */
+const EARLY_CANCEL_TTL_MS = 60_000;
+const EARLY_CANCEL_LIMIT = 10_000;
 
 interface ActiveRun {
   runId: string;
@@ -73,6 +76,7 @@ export class RunCoordinator {
    * (waiting for their thread's lock, or holding it while their record is written).
    */
   private readonly requested = new Map<string, ActiveRun>(); // runId → run
+  private readonly cancelledEarly = new Map<string, { userId: string; reason: string; at: number }>(); // runId → a cancel that came first
   /** Runs (ids) waiting for their thread's lock: a stop calls them off at once. */
   private readonly waiting = new Set<string>();
   /** Deletions waiting for their thread (withThreadCleared): a stop calls them off too. */
@@ -99,6 +103,21 @@ export class RunCoordinator {
     if (!run || run.userId !== userId) return false;
     run.controller.abort(new VigilError('RUN_CANCELLED', reason));
     return true;
+  }
+
+  /**
+   * Cancel a run of this user now, or, when this process has not been asked for it yet, as
+   * soon as it is (within a minute): a cancel from another instance can overtake the run it
+   * names on its way here (a protocol run queued on this instance is still being admitted
+   * by the conversation service when the cancel arrives), and was lost, leaving the run to
+   * start when its thread came free.
+   */
+  cancelNowOrWhenRequested(userId: string, runId: string, reason = 'the run was cancelled'): void {
+    if (this.cancel(userId, runId, reason)) return;
+    const now = Date.now();
+    for (const [id, early] of this.cancelledEarly) if (now - early.at > EARLY_CANCEL_TTL_MS || this.cancelledEarly.size > EARLY_CANCEL_LIMIT) this.cancelledEarly.delete(id);
+    this.cancelledEarly.set(runId, { userId, reason, at: now });
+    this.deps.logger.debug({ runId }, 'a cancel came before its run; kept for when it is requested');
   }
 
   /**
@@ -178,6 +197,11 @@ export class RunCoordinator {
     const controller = new AbortController();
     const entry: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller };
     this.requested.set(context.runId, entry);
+    const early = this.cancelledEarly.get(context.runId);
+    if (early !== undefined) {
+      this.cancelledEarly.delete(context.runId);
+      if (early.userId === context.userId && Date.now() - early.at <= EARLY_CANCEL_TTL_MS) controller.abort(new VigilError('RUN_CANCELLED', early.reason));
+    }
     // The caller going away (e.g. the HTTP client) cancels the run, waiting or running.
     const detachCaller = followCallerSignal(request.signal, controller);
     try {

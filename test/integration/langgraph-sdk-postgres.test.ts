@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describePostgres, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
@@ -85,6 +86,25 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     // Another user resuming it learns nothing (I12).
     const bob = new Client({ apiUrl: second.url, apiKey: BOB.token, callerOptions: { maxRetries: 0 } });
     await expect(collect(bob.runs.joinStream(thread.thread_id, run.run_id, { streamMode: [...modes], lastEventId }))).rejects.toThrow(/404/);
+  });
+
+  it('I8: a cancel that reaches an instance before the run it names is requested there cancels it when it is (it was lost); another user\'s does nothing (I12)', async () => {
+    const conversations = first.services.conversations;
+    const thread = await conversations.createThread(ALICE.id, {});
+    const [early, bobs] = [randomUUID(), randomUUID()];
+    const heard = (runId: string) => waitFor(() => first.logs.some((line) => line.runId === runId && line.msg === 'a cancel came before its run; kept for when it is requested'), 10_000, 'the first instance to hear the cancel');
+    await second.services.conversations.cancelAnywhere(ALICE.id, early);
+    await heard(early);
+    const refused = await conversations.sendMessage(ALICE.id, thread.id, 'never sent', { runId: early }).then(
+      (outcome) => outcome.run.status,
+      (error: { code?: string }) => error.code,
+    );
+    expect(['cancelled', 'RUN_CANCELLED']).toContain(refused);
+    await second.services.conversations.cancelAnywhere(BOB.id, bobs);
+    await heard(bobs);
+    expect((await conversations.sendMessage(ALICE.id, thread.id, 'sent', { runId: bobs })).run.status).toBe('succeeded');
+    const contents = (await conversations.history(ALICE.id, thread.id, { includeInternal: false, limit: 50 })).messages.map((message) => message.content);
+    expect(contents).toEqual(['sent', 'Echo: sent']);
   });
 
   it('a cancel sent to the instance that does not run the run stops it there: vigil\'s API, and the protocol\'s with wait; another user\'s cancel does nothing (I12)', async () => {
