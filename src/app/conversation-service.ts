@@ -151,12 +151,17 @@ export class ConversationService {
 
   /** Whether the user owns the thread now (a stream checking its thread was not deleted under it). */
   async ownsThread(userId: string, threadId: string): Promise<boolean> {
-    return (await this.storage.threads.get(userId, threadId)) !== undefined;
+    return (await this.findThread(userId, threadId)) !== undefined;
+  }
+
+  /** The owner's thread, or undefined — also for another user's thread (I12). */
+  findThread(userId: string, threadId: string): Promise<ThreadRecord | undefined> {
+    return this.storage.threads.get(userId, threadId);
   }
 
   /** The owner's thread, or THREAD_NOT_FOUND — also for another user's thread (I12). */
   async getThread(userId: string, threadId: string): Promise<ThreadRecord> {
-    const thread = await this.storage.threads.get(userId, threadId);
+    const thread = await this.findThread(userId, threadId);
     if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
     return thread;
   }

@@ -115,7 +115,11 @@ export class RunCoordinator {
   cancelNowOrWhenRequested(userId: string, runId: string, reason = 'the run was cancelled'): void {
     if (this.cancel(userId, runId, reason)) return;
     const now = Date.now();
-    for (const [id, early] of this.cancelledEarly) if (now - early.at > EARLY_CANCEL_TTL_MS || this.cancelledEarly.size > EARLY_CANCEL_LIMIT) this.cancelledEarly.delete(id);
+    // Oldest first (insertion order): stop at the first one still kept.
+    for (const [id, early] of this.cancelledEarly) {
+      if (now - early.at <= EARLY_CANCEL_TTL_MS && this.cancelledEarly.size < EARLY_CANCEL_LIMIT) break;
+      this.cancelledEarly.delete(id);
+    }
     this.cancelledEarly.set(runId, { userId, reason, at: now });
     this.deps.logger.debug({ runId }, 'a cancel came before its run; kept for when it is requested');
   }

@@ -255,10 +255,7 @@ export class HookService {
     log.warn({ deliveryId, earlierRunId: earlier.runId, earlierRunStatus: run?.status ?? null, runId: attempt.runId }, 'a delivery whose earlier attempt never stored its task is received again');
     if (hook.threadId !== null || run === undefined) return undefined;
     // The earlier attempt's thread, unless it was deleted since (it held nothing of this delivery).
-    return (await conversations.getThread(hook.userId, run.threadId).catch((error: unknown) => {
-      if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND') return undefined;
-      throw error;
-    }))?.id;
+    return (await conversations.findThread(hook.userId, run.threadId))?.id;
   }
 
   /** Whether the delivery's run added its task to the thread (a run that failed after storing it did). */

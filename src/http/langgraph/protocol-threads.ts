@@ -38,11 +38,8 @@ export async function findAssistant(context: ProtocolContext, userId: string, as
 }
 
 /** The user's thread, or undefined when there is none (another user's id included, I12). */
-export async function findThread(context: ProtocolContext, userId: string, threadId: string): Promise<ThreadRecord | undefined> {
-  return context.deps.conversations.getThread(userId, threadId).catch((error: unknown) => {
-    if (isVigilError(error) && error.code === 'THREAD_NOT_FOUND') return undefined;
-    throw error;
-  });
+export function findThread(context: ProtocolContext, userId: string, threadId: string): Promise<ThreadRecord | undefined> {
+  return context.deps.conversations.findThread(userId, threadId);
 }
 
 /** Every message a person sees on the thread (I2), oldest first. */
