@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe } from 'vitest';
+import { unpackCheckpointDocument } from '../../src/adapters/sql/checkpoint-document-codec.js';
 import { openNodeSqlite } from '../../src/adapters/sql/node-sqlite.js';
 import { openSqliteStorage } from '../../src/adapters/storage-factory.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
@@ -17,6 +18,8 @@ async function sqliteBackend(): Promise<LogBackend> {
   closers.add(() => removeTempDir(dataDir));
   const query = <T>(sql: string, ...params: string[]): T => {
     const database = openNodeSqlite(file, { readOnly: true });
+    // Checkpoint documents are stored packed (checkpoint-document-codec.ts): SQL reads them through this.
+    database.function('checkpoint_json', (stored) => Buffer.from(unpackCheckpointDocument(stored as Uint8Array)).toString());
     try {
       return database.prepare(sql).get(...params) as T;
     } finally {
@@ -34,16 +37,16 @@ async function sqliteBackend(): Promise<LogBackend> {
     writeRows: async (threadId) => query<{ count: number }>('SELECT count(*) AS count FROM writes WHERE thread_id = ?', threadId).count,
     largestStoredMessages: async (threadId) =>
       query<{ size: number }>(
-        "SELECT max(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.messages'))) AS size FROM checkpoints WHERE thread_id = ?",
+        "SELECT max(length(json_extract(checkpoint_json(checkpoint), '$.channel_values.messages'))) AS size FROM checkpoints WHERE thread_id = ?",
         threadId,
       ).size,
     messageWritesBytes: async (threadId) =>
       query<{ size: number }>("SELECT coalesce(sum(length(value)), 0) AS size FROM writes WHERE thread_id = ? AND channel = 'messages'", threadId).size,
     inputBytes: async (threadId) =>
-      query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.__start__'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
+      query<{ size: number }>("SELECT coalesce(sum(length(json_extract(checkpoint_json(checkpoint), '$.channel_values.__start__'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
       query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
     summaryBytes: async (threadId) =>
-      query<{ size: number }>("SELECT coalesce(sum(length(json_extract(CAST(checkpoint AS TEXT), '$.channel_values.summary'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
+      query<{ size: number }>("SELECT coalesce(sum(length(json_extract(checkpoint_json(checkpoint), '$.channel_values.summary'))), 0) AS size FROM checkpoints WHERE thread_id = ?", threadId).size +
       query<{ size: number }>('SELECT coalesce(sum(length(value)), 0) AS size FROM checkpoint_values WHERE thread_id = ?', threadId).size,
     logValues: async (threadId) => {
       const database = openNodeSqlite(file, { readOnly: true });

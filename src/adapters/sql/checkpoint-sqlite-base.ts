@@ -196,7 +196,7 @@ CREATE TABLE IF NOT EXISTS writes (
     ]);
     if (type1 !== type2) throw new Error('Failed to serialized checkpoint and metadata to the same type.');
     this.statement('INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(thread_id, checkpoint_ns, checkpoint.id, parent_checkpoint_id, type1, serializedCheckpoint, serializedMetadata);
+      .run(thread_id, checkpoint_ns, checkpoint.id, parent_checkpoint_id, type1, this.storedDocument(serializedCheckpoint), serializedMetadata);
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -279,6 +279,16 @@ CREATE TABLE IF NOT EXISTS writes (
     return values;
   }
 
+  /** The bytes stored for a serialised checkpoint (SqliteSaver stores it as it is; vigil's saver packs it). */
+  protected storedDocument(document: Uint8Array): Uint8Array {
+    return document;
+  }
+
+  /** The serialised checkpoint that stored bytes hold (the inverse of storedDocument). */
+  protected loadedDocument(stored: Uint8Array): Uint8Array {
+    return stored;
+  }
+
   protected async loadPendingWrites(json: string, threadId: string, checkpointNs: string, fresh: boolean): Promise<[string, string, unknown][]> {
     const stored = JSON.parse(json) as StoredWrite[];
     const loaded = await Promise.all(stored.map((write) => this.serde.loadsTyped(write.type ?? 'json', write.value ?? '')));
@@ -288,7 +298,7 @@ CREATE TABLE IF NOT EXISTS writes (
 
   private async tupleFromRow(row: CheckpointRow, config: RunnableConfig, checkpointNs: string, fresh: boolean): Promise<CheckpointTuple> {
     const pendingWrites = await this.loadPendingWrites(row.pending_writes, row.thread_id, checkpointNs, fresh);
-    let checkpoint = (await this.serde.loadsTyped(row.type ?? 'json', row.checkpoint)) as Checkpoint;
+    let checkpoint = (await this.serde.loadsTyped(row.type ?? 'json', this.loadedDocument(row.checkpoint))) as Checkpoint;
     if (checkpoint.v < 4 && row.parent_checkpoint_id != null) await this.migratePendingSends(checkpoint, row.thread_id, row.parent_checkpoint_id);
     checkpoint = await this.restoreFromStorage(row.thread_id, checkpointNs, checkpoint, fresh);
     return {

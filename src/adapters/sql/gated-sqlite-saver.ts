@@ -23,6 +23,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import { copyCheckpoint, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import type { AsyncMutex } from './async-mutex.js';
 import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
+import { packCheckpointDocument, unpackCheckpointDocument } from './checkpoint-document-codec.js';
 import { CheckpointValueCodec, detach } from './checkpoint-values.js';
 import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
 import { MessageLog, rangesOf, type MessageLogLimits } from './message-log.js';
@@ -207,6 +208,15 @@ export class GatedSqliteSaver extends NodeSqliteSaver {
         this.#log?.forgetThread(String(threadId));
       }
     });
+  }
+
+  /** Packed against a dictionary of typical checkpoints (see checkpoint-document-codec.ts). */
+  protected override storedDocument(document: Uint8Array): Uint8Array {
+    return packCheckpointDocument(document);
+  }
+
+  protected override loadedDocument(stored: Uint8Array): Uint8Array {
+    return unpackCheckpointDocument(stored);
   }
 
   /** Message lists go to the thread's message log; the checkpoint keeps a reference (see message-log.ts). */
