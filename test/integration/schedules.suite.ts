@@ -135,6 +135,31 @@ export function schedulesSuite(backend: () => Backend): void {
     }
   });
 
+  it('I12: a fire on a new thread names its thread while its run is still going, not only once it ends; another user sees neither', async () => {
+    const slow = await startTestServer(backend(), { demoTokenDelayMs: 60 });
+    try {
+      const schedule = (await slow.request('POST', '/api/schedules', { body: { name: 'Watched', task: 'A long job', target: 'new_thread', timing: { kind: 'cron', cron: '0 3 * * *', timezone: 'UTC' } } })).body;
+      const scheduledFor = new Date(Date.now() - 100).toISOString();
+      const firing = slow.services.scheduleRunner.fire({ id: 'w', queue: 'schedule', key: `${schedule.id}@${scheduledFor}`, dueAt: scheduledFor, attempt: 1, payload: { scheduleId: schedule.id, scheduledFor, version: schedule.updatedAt } });
+      let run: { status: string; threadId: string } | undefined;
+      await waitFor(async () => {
+        const fire = (await firesOf(schedule.id, slow))[0];
+        run = fire?.runId ? (await slow.request('GET', `/api/runs/${fire.runId}`)).body : undefined;
+        return run?.status === 'running';
+      }, 10_000, 'the fire\'s run to be running');
+      const [inProgress] = await firesOf(schedule.id, slow);
+      expect(inProgress).toMatchObject({ status: 'running', threadId: run!.threadId });
+      expect((await slow.request('GET', `/api/threads/${inProgress!.threadId}`)).status).toBe(200);
+      // Another user sees neither the fire nor its thread (I12).
+      expect((await slow.request('GET', `/api/schedules/${schedule.id}/fires`, { token: BOB.token })).body.error.code).toBe('SCHEDULE_NOT_FOUND');
+      expect((await slow.request('GET', `/api/threads/${inProgress!.threadId}`, { token: BOB.token })).status).toBe(404);
+      await firing;
+      expect((await firesOf(schedule.id, slow))[0]).toMatchObject({ status: 'succeeded', threadId: run!.threadId });
+    } finally {
+      await slow.destroy();
+    }
+  });
+
   it('I7: a fire delivered twice runs once; a fire while the previous still runs is skipped (no overlap)', async () => {
     const thread = (await server.request('POST', '/api/threads', { body: {} })).body;
     const created = await server.request('POST', '/api/schedules', { body: { name: 'Daily', task: 'Daily check', target: 'thread', threadId: thread.id, timing: { kind: 'cron', cron: '0 3 * * *', timezone: 'UTC' } } });

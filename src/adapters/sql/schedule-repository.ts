@@ -152,6 +152,10 @@ export class SqlScheduleRepository implements ScheduleRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  async setFireThread(id: string, threadId: string): Promise<void> {
+    await this.#db.updateTable('schedule_fires').set({ thread_id: threadId }).where('id', '=', id).execute();
+  }
+
   async latestFire(scheduleId: string): Promise<FireRecord | undefined> {
     const row = await this.#db.selectFrom('schedule_fires').selectAll().where('schedule_id', '=', scheduleId).orderBy('scheduled_for', 'desc').limit(1).executeTakeFirst();
     return row && toFire(row);

@@ -67,6 +67,8 @@ export interface ScheduleRepository {
    * recovery never overwrites an end its own runner recorded); false when nothing changed.
    */
   finishFire(id: string, end: FireEnd, options?: { onlyIfRunning?: boolean }): Promise<boolean>;
+  /** Name the thread a fire runs on once it exists (a new thread per fire is created after the claim). */
+  setFireThread(id: string, threadId: string): Promise<void>;
   /** The latest fire of a schedule (by scheduled time), if any. */
   latestFire(scheduleId: string): Promise<FireRecord | undefined>;
   /** Whether a fire of this schedule is still running (no overlap). */

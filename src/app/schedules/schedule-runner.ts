@@ -116,6 +116,8 @@ export class ScheduleRunner {
     try {
       if (schedule.target === 'new_thread') {
         threadId = (await conversations.createThread(schedule.userId, { agentId: schedule.agentId, title: `${schedule.name} · ${scheduledFor}` })).id;
+        // Named now, not at the fire's end: a person watching the schedule can open the run in progress.
+        await schedules.setFireThread(fireId, threadId);
       }
       const input = new HumanMessage({
         content: schedule.task,
