@@ -366,7 +366,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     orphanedRuns.onEnded((run, messages) => outboundWebhooks.runEnded(run, messages));
     events.observe((event) => void outboundWebhooks.onEvent(event).catch((error: unknown) => logger.error({ err: error, type: event.type }, 'outbound webhook could not be queued')));
     const hooks = new HookService({ store: new SqlHookRepository(storage.context), conversations, agents, secrets, clock, logger });
-    wireDeletionCascade({ agents, conversations, autonomy, schedules, hooks, events });
+    wireDeletionCascade({ agents, conversations, schedules, hooks, events });
     const telegramConfig = config.telegram;
     const telegram = telegramConfig
       ? new TelegramChannel(
@@ -394,7 +394,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       : undefined;
 
     const protocolStore = new SqlProtocolStore(storage.context);
-    conversations.onThreadDeleted((thread) => protocolStore.deleteThread(thread.userId, thread.id));
     app = await buildHttpServer({
       logger,
       bodyLimit: config.bodyLimit,

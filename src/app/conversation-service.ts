@@ -30,8 +30,6 @@ export interface SendOptions {
 /** Called when a person's message is received, before it waits for the thread or reaches a model. */
 export type UserMessageHook = (thread: ThreadRecord, receivedAt: string) => Promise<void>;
 
-/** Called before a thread is deleted: a feature stops what would still run on it (a pending follow-up, a schedule). */
-export type ThreadDeletedHook = (thread: ThreadRecord) => Promise<void>;
 /** Called once a thread is deleted: what was kept for it alone goes (its events). */
 export type ThreadGoneHook = (thread: ThreadRecord) => Promise<void>;
 /** A reason why a system-started run must not start on the thread now, or null. */
@@ -50,7 +48,6 @@ export interface TriggeredRunGate {
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
   private readonly beforeUserRunHooks: UserMessageHook[] = [];
-  private readonly threadDeletedHooks: ThreadDeletedHook[] = [];
   private readonly threadGoneHooks: ThreadGoneHook[] = [];
   private readonly triggeredRunGuards: TriggeredRunGuard[] = [];
   private cancellations: RunCancellations | undefined;
@@ -92,11 +89,6 @@ export class ConversationService {
     for (const hook of this.beforeUserRunHooks) await hook(thread, receivedAt);
   }
 
-  /** Register cleanup run before a thread is deleted. */
-  onThreadDeleted(hook: ThreadDeletedHook): void {
-    this.threadDeletedHooks.push(hook);
-  }
-
   /** Register cleanup run after a thread is deleted (a failure there is logged: the thread is gone either way). */
   onThreadGone(hook: ThreadGoneHook): void {
     this.threadGoneHooks.push(hook);
@@ -109,12 +101,16 @@ export class ConversationService {
   }
 
   /**
-   * Delete a thread: features stop their work on it first, then its checkpoints and its
-   * messages go. Runs stay as the record of what happened.
+   * Delete a thread: its runs are called off, then its checkpoints go, then the thread in
+   * one transaction with what other features keep of it or would start on it (its pending
+   * follow-ups, bound schedules and webhooks: see ThreadRepository.delete), so a deletion
+   * that fails leaves those as they were. The checkpoints go first, outside it (they are
+   * the checkpointer's, on its own connection): a failure after them leaves the thread,
+   * which a retry deletes, never checkpoints that nothing names and that a thread made
+   * later with the same id would start from. Runs stay as the record of what happened.
    */
   async deleteThread(userId: string, threadId: string): Promise<void> {
     const thread = await this.getThread(userId, threadId);
-    for (const hook of this.threadDeletedHooks) await hook(thread);
     // A run of the thread on another instance is called off there (its record says it runs);
     // this process's own, and the wait for the thread, are withThreadCleared's.
     for (const run of await this.storage.runs.listByThread(userId, threadId, { limit: RECENT_RUNS })) {
@@ -123,7 +119,7 @@ export class ConversationService {
     const gone = new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
     await this.coordinator.withThreadCleared(userId, threadId, { cancelled: DELETED_REASON, gone }, async () => {
       await this.storage.checkpointer.deleteThread(threadId);
-      if (!(await this.storage.threads.delete(userId, threadId))) throw gone;
+      if (!(await this.storage.threads.delete(userId, threadId, this.clock.now().toISOString()))) throw gone;
     });
     this.logger.info({ threadId }, 'thread deleted');
     for (const hook of this.threadGoneHooks) {

@@ -1,5 +1,4 @@
 import type { AgentService } from './agent-service.js';
-import type { AutonomyService } from './autonomy/autonomy-service.js';
 import type { ConversationService } from './conversation-service.js';
 import type { EventBus } from './ports.js';
 import type { ScheduleService } from './schedules/schedule-service.js';
@@ -9,23 +8,24 @@ import type { HookService } from './webhooks/hook-service.js';
 const HOOK_LIST_BOUND = 10_000;
 
 /**
- * What deleting an agent or a thread stops, in one place: a pending follow-up, the
- * schedules and webhooks that would start runs for it. Without this a timer or cron job
- * would fire later for an agent or thread that no longer exists. Once the thread is gone,
- * its events go too (they hold what was said in it).
+ * What deleting an agent or a thread stops, outside the transaction that deletes it.
+ *
+ * A thread's own rows, and what would start runs on it (its pending follow-ups, the
+ * schedules and webhooks bound to it), go in the thread's deletion transaction
+ * (ThreadRepository.delete): nothing of them changes unless the thread goes. Once it is
+ * gone, its events go too (they hold what was said in it).
+ *
+ * An agent's schedules and webhooks go before its threads, and its threads before the
+ * agent, on purpose: stopped first, they cannot make a new thread for the agent while
+ * its threads are being deleted, and the agent, deleted last, is what a retry finds when
+ * anything on the way failed (a thread's deletion needs its runs stopped and its
+ * checkpoints gone, which no one transaction spans). Nothing is left naming an agent that
+ * is gone. Without this a timer or cron job would fire later for an agent or thread that
+ * no longer exists.
  */
-export function wireDeletionCascade(parts: { agents: AgentService; conversations: ConversationService; autonomy: AutonomyService; schedules: ScheduleService; hooks: HookService; events: EventBus }): void {
-  const { agents, conversations, autonomy, schedules, hooks, events } = parts;
+export function wireDeletionCascade(parts: { agents: AgentService; conversations: ConversationService; schedules: ScheduleService; hooks: HookService; events: EventBus }): void {
+  const { agents, conversations, schedules, hooks, events } = parts;
 
-  conversations.onThreadDeleted(async (thread) => {
-    await autonomy.onThreadDeleted(thread);
-    for (const schedule of await schedules.list(thread.userId)) {
-      if (schedule.threadId === thread.id) await schedules.delete(thread.userId, schedule.id);
-    }
-    for (const hook of await hooks.list(thread.userId, HOOK_LIST_BOUND)) {
-      if (hook.threadId === thread.id) await hooks.delete(thread.userId, hook.id);
-    }
-  });
   conversations.onThreadGone(async (thread) => {
     // Subscriptions to the thread end with this event (on every instance), before its
     // events are forgotten: a thread made later with the same id is not theirs to stream.

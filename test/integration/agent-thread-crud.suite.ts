@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SqlContext } from '../../src/adapters/sql/database.js';
+import { SqlProtocolStore } from '../../src/adapters/sql/protocol-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
@@ -232,6 +234,68 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       }
       // The agent itself stays usable.
       expect((await server.request('GET', `/api/agents/${agentId}`)).status).toBe(200);
+    });
+  });
+
+  describe('a thread deletion that does not commit', () => {
+    /**
+     * Until the returned function is called, a transaction that ends with this thread gone
+     * fails at its end and rolls back, as a lost connection or a database error would.
+     */
+    function failDeletionsOf(threadId: string): () => void {
+      const context = (server.storage as SqlStorage).context as { transaction: SqlContext['transaction'] };
+      const original = context.transaction;
+      context.transaction = (work) =>
+        original(async (trx) => {
+          const result = await work(trx);
+          if (!(await trx.selectFrom('threads').select('id').where('id', '=', threadId).executeTakeFirst())) throw new Error('injected: the deletion did not commit');
+          return result;
+        });
+      return () => {
+        context.transaction = original;
+      };
+    }
+
+    it('I11: leaves the thread\'s pending follow-up, bound schedule and webhook and protocol metadata as they were; a retry takes them all; another user changes nothing', async () => {
+      const agentId = await newAgent(ALICE.token, { autonomy: slowFollowUps });
+      const threadId = await newThread(agentId);
+      const timerId = await pendingTimer(threadId);
+      const schedule = await server.request('POST', '/api/schedules', { body: { name: 'here', agentId, target: 'thread', threadId, task: 'x', timing: { kind: 'cron', cron: '0 3 * * *' } } });
+      expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
+      const hook = await server.request('POST', '/api/hooks', { body: { name: 'push', agentId, threadId, taskTemplate: 'a push' } });
+      expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+      const protocol = new SqlProtocolStore((server.storage as SqlStorage).context);
+      await protocol.setThreadMetadata(ALICE.id, threadId, { source: 'sdk' }, new Date().toISOString());
+      const untouched = async () => {
+        expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(200);
+        expect(await timers().getForUser(ALICE.id, timerId)).toMatchObject({ state: 'pending' });
+        expect((await server.request('GET', `/api/schedules/${schedule.body.id}`)).status).toBe(200);
+        expect((await server.request('GET', `/api/hooks/${hook.body.id}`)).status).toBe(200);
+        expect(await protocol.threadMetadata(ALICE.id, threadId)).toEqual({ source: 'sdk' });
+      };
+
+      // I12: another user's delete is refused before anything is touched.
+      const bobs = await server.request('DELETE', `/api/threads/${threadId}`, { token: BOB.token });
+      expect(bobs.status).toBe(404);
+      expect(bobs.body.error.code).toBe('THREAD_NOT_FOUND');
+      await untouched();
+
+      const restore = failDeletionsOf(threadId);
+      try {
+        const failed = await server.request('DELETE', `/api/threads/${threadId}`);
+        expect(failed.status).toBe(500);
+        expect(failed.body.error.code).toBe('INTERNAL');
+      } finally {
+        restore();
+      }
+      await untouched();
+
+      expect((await server.request('DELETE', `/api/threads/${threadId}`)).status).toBe(204);
+      expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(404);
+      expect(await timers().getForUser(ALICE.id, timerId)).toMatchObject({ state: 'cancelled', stateReason: 'thread deleted' });
+      expect((await server.request('GET', `/api/schedules/${schedule.body.id}`)).status).toBe(404);
+      expect((await server.request('GET', `/api/hooks/${hook.body.id}`)).status).toBe(404);
+      expect(await protocol.threadMetadata(ALICE.id, threadId)).toEqual({});
     });
   });
 

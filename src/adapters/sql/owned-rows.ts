@@ -5,13 +5,21 @@
  * thread's through the LangGraph protocol).
  */
 import type { Transaction } from 'kysely';
+import type { Iso } from '../../app/ports.js';
 import type { ApprovalTables } from './approval-repository.js';
 import type { CheckInTables } from './check-in-repository.js';
 import type { Database } from './database.js';
 import type { HookTables } from './hook-tables.js';
 import type { OutboundTables } from './outbound-webhook-repository.js';
 import type { PlanTables } from './plan-repository.js';
+import type { ProtocolTables } from './protocol-repository.js';
+import type { ScheduleTables } from './schedule-repository.js';
 import type { TelegramTables } from './telegram-tables.js';
+import type { TimerTables } from './timer-tables.js';
+import { isoForDatabase } from './values.js';
+
+/** The state reason of a follow-up cancelled because its thread was deleted. */
+const THREAD_DELETED_REASON = 'thread deleted';
 
 /**
  * What a thread's deletion must keep of it, in the transaction that deletes it and before
@@ -51,17 +59,36 @@ export async function keepThreadAcceptedDeliveries(trx: Transaction<Database>, u
  * its messages were dropped for good. Memories the agent noted in the thread stay (they are
  * the agent's, and the person deletes them on their own); they no longer name the thread,
  * only the run (whose record stays).
- * Jobs armed for these rows find nothing and do nothing. Runs stay as the record of what
- * happened; timers, schedules and webhooks are the services' (deletion-cascade.ts).
+ * What would start runs on the thread goes here too, not before the transaction: its
+ * pending follow-ups are cancelled, and the schedules and webhooks bound to it go, with
+ * its LangGraph protocol metadata. Done before it (as it was), a deletion that then failed
+ * (the server stopping while it waited for the thread, a database error) left the thread
+ * without them; done after the commit, a process that died in between left schedules and
+ * webhooks that name a thread nobody has, and metadata that a thread made later with the
+ * same id would inherit.
+ * Jobs armed for these rows find nothing (or a settled timer) and do nothing. Runs stay as
+ * the record of what happened.
  */
-export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: string, threadId: string): Promise<void> {
-  const db = trx.withTables<PlanTables & ApprovalTables & CheckInTables & TelegramTables>();
+export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: string, threadId: string, now: Iso): Promise<void> {
+  const db = trx.withTables<PlanTables & ApprovalTables & CheckInTables & TelegramTables & TimerTables & ScheduleTables & HookTables & ProtocolTables>();
   // Milestones and tool calls go with their plan (ON DELETE CASCADE).
   await db.deleteFrom('plans').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.deleteFrom('tool_approvals').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.deleteFrom('check_ins').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.deleteFrom('telegram_chats').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.updateTable('memories').set({ thread_id: null }).where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  // Settled, not deleted: the record stays until retention, as a cancelled follow-up's does.
+  await db
+    .updateTable('timers')
+    .set({ state: 'cancelled', state_reason: THREAD_DELETED_REASON, updated_at: isoForDatabase(now) })
+    .where('user_id', '=', userId)
+    .where('thread_id', '=', threadId)
+    .where('state', '=', 'pending')
+    .execute();
+  await db.deleteFrom('schedules').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  // Their deliveries go with them (ON DELETE CASCADE).
+  await db.deleteFrom('hooks').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  await db.deleteFrom('protocol_thread_metadata').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
 }
 
 /**

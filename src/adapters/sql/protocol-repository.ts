@@ -32,6 +32,7 @@ interface ThreadsTable {
 }
 
 type Tables = { protocol_thread_metadata: ThreadMetadataTable; protocol_runs: ProtocolRunsTable; threads: ThreadsTable };
+export type ProtocolTables = Pick<Tables, 'protocol_thread_metadata' | 'protocol_runs'>;
 
 /** The LangGraph protocol's own rows (migration 12), on SQLite and PostgreSQL. */
 export class SqlProtocolStore implements ProtocolStore {
@@ -63,10 +64,6 @@ export class SqlProtocolStore implements ProtocolStore {
       .values(values)
       .onConflict((conflict) => conflict.column('thread_id').doUpdateSet({ metadata: values.metadata, updated_at: values.updated_at }).where('protocol_thread_metadata.user_id', '=', userId))
       .execute();
-  }
-
-  async deleteThread(userId: string, threadId: string): Promise<void> {
-    await this.#db.deleteFrom('protocol_thread_metadata').where('thread_id', '=', threadId).where('user_id', '=', userId).execute();
   }
 
   async rebindEmptyThread(userId: string, threadId: string, agentId: string, now: string): Promise<boolean> {

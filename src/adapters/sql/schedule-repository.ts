@@ -34,7 +34,7 @@ interface ScheduleFiresTable {
   ended_at: NullableTimestamp;
 }
 
-type ScheduleTables = { schedules: SchedulesTable; schedule_fires: ScheduleFiresTable };
+export type ScheduleTables = { schedules: SchedulesTable; schedule_fires: ScheduleFiresTable };
 
 export class SqlScheduleRepository implements ScheduleRepository {
   readonly #db: Kysely<ScheduleTables>;

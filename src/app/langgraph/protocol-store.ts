@@ -33,7 +33,6 @@ export interface ProtocolStore {
   /** Every thread of the user that has metadata: thread id → metadata. */
   threadMetadataOf(userId: string): Promise<Map<string, Record<string, unknown>>>;
   setThreadMetadata(userId: string, threadId: string, metadata: Record<string, unknown>, now: Iso, options?: WriteOptions): Promise<void>;
-  deleteThread(userId: string, threadId: string): Promise<void>;
   /** Point a thread with no messages yet at another agent (a protocol thread is bound at its first run). */
   rebindEmptyThread(userId: string, threadId: string, agentId: string, now: Iso): Promise<boolean>;
   createRun(run: ProtocolRunRecord, options?: WriteOptions): Promise<void>;

@@ -229,10 +229,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       : await runs.start({ userId, thread, agent, content: content!, metadata, multitaskStrategy: strategy, correlationId: request.id, recorded });
     const stateless = threadId === null;
     if (stateless && body.on_completion !== 'keep') {
-      void run.settled.then(async () => {
-        await deps.conversations.deleteThread(userId, thread.id).catch(() => undefined);
-        await store.deleteThread(userId, thread.id);
-      });
+      // Its metadata goes with it, in the thread's deletion transaction.
+      void run.settled.then(() => deps.conversations.deleteThread(userId, thread.id).catch(() => undefined));
     }
     return { run, thread, modes, stateless };
   }

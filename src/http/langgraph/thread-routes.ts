@@ -79,8 +79,8 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
     });
 
     app.delete('/threads/:thread_id', { schema: { tags: ['langgraph'], params: threadIdParams } }, async (request, reply) => {
+      // Its metadata goes in the thread's own deletion transaction.
       await deps.conversations.deleteThread(request.userId, request.params.thread_id);
-      await store.deleteThread(request.userId, request.params.thread_id);
       return reply.status(204).send();
     });
 
