@@ -8,7 +8,7 @@ export interface RecalledMemory {
   id: string;
   content: string;
   score: number;
-  /** When the memory was saved (provenance shown to the model). */
+  /** When the memory's text was saved: its latest replace, else its creation (provenance shown to the model). */
   createdAt?: string;
 }
 
@@ -37,7 +37,8 @@ export async function recallForTurn(
   if (choice.source === 'none') return { recalled: [], memoryQuerySource: 'none', query: '' };
   const hits = await deps.memories.search({ userId: run.userId, agentId: run.agentId }, choice.query, { limit: deps.memoryLimit ?? DEFAULT_MEMORY_LIMIT });
   return {
-    recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score, createdAt: hit.createdAt })),
+    // The time its text was written (a replace keeps the creation time): how old what the model reads is.
+    recalled: hits.map((hit) => ({ id: hit.id, content: hit.content, score: hit.score, createdAt: hit.updatedAt })),
     memoryQuerySource: choice.source,
     query: choice.query,
   };

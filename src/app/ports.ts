@@ -210,6 +210,8 @@ export interface MemoryRecord {
   agentId: string;
   content: string;
   createdAt: Iso;
+  /** When its text was last written: its creation, or the latest replace (which keeps createdAt). */
+  updatedAt: Iso;
   /** Null for memories written before origins were recorded. */
   origin: MemoryOrigin | null;
 }

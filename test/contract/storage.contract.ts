@@ -521,7 +521,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
       it('adds, lists newest first, and deletes only once', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
         const first = await storage.memories.add(namespace, { id: randomUUID(), content: 'Likes green tea', origin: { by: 'api' } }, at(1));
-        expect(first).toEqual({ id: first.id, ...namespace, content: 'Likes green tea', createdAt: at(1), origin: { by: 'api' } });
+        expect(first).toEqual({ id: first.id, ...namespace, content: 'Likes green tea', createdAt: at(1), updatedAt: at(1), origin: { by: 'api' } });
         const second = await storage.memories.add(namespace, { id: randomUUID(), content: 'Lives in Lisbon', origin: { by: 'api' } }, at(2));
         expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([second, first]);
         expect(await storage.memories.list(namespace, { limit: 1 })).toEqual([second]);
@@ -549,9 +549,10 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const namespace = { userId: randomUUID(), agentId: 'helper' };
         const id = randomUUID();
         const added = await storage.memories.put(namespace, { id, content: 'Keeps bees in the garden', origin: { by: 'agent', runId: 'run-1', threadId: 'thread-1' } }, at(1));
-        expect(added).toEqual({ id, ...namespace, content: 'Keeps bees in the garden', createdAt: at(1), origin: { by: 'agent', runId: 'run-1', threadId: 'thread-1' } });
+        expect(added).toEqual({ id, ...namespace, content: 'Keeps bees in the garden', createdAt: at(1), updatedAt: at(1), origin: { by: 'agent', runId: 'run-1', threadId: 'thread-1' } });
+        // A replace keeps the creation time and moves the update time (the LangGraph store's item semantics).
         const replaced = await storage.memories.put(namespace, { id, content: 'Keeps goats on the hill', origin: { by: 'api' } }, at(2));
-        expect(replaced).toEqual({ id, ...namespace, content: 'Keeps goats on the hill', createdAt: at(2), origin: { by: 'api' } });
+        expect(replaced).toEqual({ id, ...namespace, content: 'Keeps goats on the hill', createdAt: at(1), updatedAt: at(2), origin: { by: 'api' } });
         expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([replaced]);
         expect(await storage.memories.search(namespace, 'bees', { limit: 10 })).toEqual([]);
         expect((await storage.memories.search(namespace, 'goats', { limit: 10 })).map((hit) => hit.id)).toEqual([id]);

@@ -394,6 +394,28 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('store ↔ memory: timestamps', () => {
+    it("a replace keeps the item's created_at and moves its updated_at, as the LangGraph store does; another user reads neither", async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Dated' });
+      const namespace = ['memories', assistant.assistant_id];
+      const key = randomUUID();
+      await alice.store.putItem(namespace, key, { content: 'Alice grows tomatoes' });
+      const first = (await alice.store.getItem(namespace, key))!;
+      expect(first.updatedAt).toBe(first.createdAt);
+      // A replace in the same millisecond could not show the move: let the clock pass the first write.
+      await waitFor(() => Date.now() > Date.parse(first.createdAt), 1_000, 'the clock to pass the first write');
+      await alice.store.putItem(namespace, key, { content: 'Alice grows tomatoes and basil' });
+      const replaced = (await alice.store.getItem(namespace, key))!;
+      expect(replaced).toMatchObject({ value: { content: 'Alice grows tomatoes and basil' }, createdAt: first.createdAt });
+      expect(Date.parse(replaced.updatedAt)).toBeGreaterThan(Date.parse(first.createdAt));
+      // Search answers the same item.
+      const [hit] = (await alice.store.searchItems(namespace, { query: 'basil' })).items;
+      expect(hit).toMatchObject({ key, createdAt: first.createdAt, updatedAt: replaced.updatedAt });
+      expect(await statusOf(bob.store.getItem(namespace, key))).toBe(404);
+      expect((await bob.store.searchItems(['memories'], { query: 'basil' })).items).toEqual([]);
+    });
+  });
+
   describe('store ↔ memory: keys held elsewhere', () => {
     it('a key another memory holds (of another agent of the same user, or of another user) is refused with 409 MEMORY_EXISTS, and that memory stays as it was', async () => {
       const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Keeper' });

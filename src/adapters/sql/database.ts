@@ -82,6 +82,8 @@ export interface MemoriesTable {
   agent_id: string;
   content: string;
   created_at: Timestamp;
+  /** When its text was last written (a replace moves it, not created_at); migration 20. */
+  updated_at: Timestamp;
   /** NULL for memories written before migration 17. */
   origin: 'api' | 'agent' | null;
   run_id: string | null;

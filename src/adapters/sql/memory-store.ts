@@ -6,7 +6,7 @@ import { fts5MatchExpression, searchTerms, tsqueryExpression } from './search-te
 import { checkLimit, isoForDatabase, isoFromDatabase } from './values.js';
 
 type MemoryRow = Selectable<MemoriesTable>;
-const MEMORY_COLUMNS = ['id', 'user_id', 'agent_id', 'content', 'created_at', 'origin', 'run_id', 'thread_id'] as const;
+const MEMORY_COLUMNS = ['id', 'user_id', 'agent_id', 'content', 'created_at', 'updated_at', 'origin', 'run_id', 'thread_id'] as const;
 type HitRow = MemoryRow & { score: number | string };
 
 export class SqlMemoryStore implements MemoryStore {
@@ -25,14 +25,16 @@ export class SqlMemoryStore implements MemoryStore {
     const values = memoryRow(namespace, memory, now);
     // One statement on both backends: the row is inserted, or updated in place when it is
     // this namespace's (SQLite's update trigger re-indexes it; PostgreSQL's search column
-    // follows), or left alone when the id is another namespace's (no row returned).
+    // follows), or left alone when the id is another namespace's (no row returned). A
+    // replace keeps the memory's creation time and moves its update time, as a LangGraph
+    // store item's do.
     const row = await this.#context.db
       .insertInto('memories')
       .values(values)
       .onConflict((conflict) =>
         conflict
           .column('id')
-          .doUpdateSet({ content: values.content, created_at: values.created_at, origin: values.origin, run_id: values.run_id, thread_id: values.thread_id })
+          .doUpdateSet({ content: values.content, updated_at: values.updated_at, origin: values.origin, run_id: values.run_id, thread_id: values.thread_id })
           .where('memories.user_id', '=', namespace.userId)
           .where('memories.agent_id', '=', namespace.agentId),
       )
@@ -52,7 +54,7 @@ export class SqlMemoryStore implements MemoryStore {
   // bm25() is lower-is-better; negate it so a higher score means more relevant.
   async #searchSqlite(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
     const result = await sql<HitRow>`
-      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.origin, m.run_id, m.thread_id, -bm25(memories_fts) AS score
+      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.updated_at, m.origin, m.run_id, m.thread_id, -bm25(memories_fts) AS score
       FROM memories_fts
       JOIN memories AS m ON m.row_id = memories_fts.rowid
       WHERE memories_fts MATCH ${fts5MatchExpression(terms)}
@@ -66,7 +68,7 @@ export class SqlMemoryStore implements MemoryStore {
   async #searchPostgres(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
     // A query of stop words only becomes an empty tsquery, which matches nothing.
     const result = await sql<HitRow>`
-      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.origin, m.run_id, m.thread_id, ts_rank(m.search, q.query) AS score
+      SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.updated_at, m.origin, m.run_id, m.thread_id, ts_rank(m.search, q.query) AS score
       FROM memories AS m, to_tsquery('english', ${tsqueryExpression(terms)}) AS q (query)
       WHERE m.user_id = ${namespace.userId}
         AND m.agent_id = ${namespace.agentId}
@@ -115,6 +117,7 @@ function memoryRow(namespace: MemoryNamespace, memory: { id: string; content: st
     agent_id: namespace.agentId,
     content: memory.content,
     created_at: isoForDatabase(now),
+    updated_at: isoForDatabase(now),
     origin: origin.by,
     run_id: origin.by === 'agent' ? origin.runId : null,
     thread_id: origin.by === 'agent' ? origin.threadId : null,
@@ -128,6 +131,7 @@ function toMemoryRecord(row: MemoryRow): MemoryRecord {
     agentId: row.agent_id,
     content: row.content,
     createdAt: isoFromDatabase(row.created_at),
+    updatedAt: isoFromDatabase(row.updated_at),
     origin: originOf(row),
   };
 }

@@ -50,7 +50,7 @@ function toItem(memory: MemoryRecord | MemoryHit): Record<string, unknown> {
     key: memory.id,
     value: { content: memory.content },
     created_at: memory.createdAt,
-    updated_at: memory.createdAt,
+    updated_at: memory.updatedAt,
     ...('score' in memory ? { score: memory.score } : {}),
   };
 }

@@ -21,8 +21,9 @@ import { runCancelRequestsMigration } from './0016-run-cancel-requests.js';
 import { memoryOriginMigration } from './0017-memory-origin.js';
 import { approvalPositionMigration } from './0018-approval-position.js';
 import { hookDeliveryThreadDeletedMigration } from './0019-hook-delivery-thread-deleted.js';
+import { memoryUpdatedAtMigration } from './0020-memory-updated-at.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration];
