@@ -282,14 +282,32 @@ export function messageLogSuite(makeBackend: () => Promise<LogBackend>): void {
     expect(await latest((await backend.open()).checkpointer)).toEqual(expected);
 
     const rows = await backend.logValues('rich');
-    expect(rows.map((row) => row.type)).toEqual(Array.from({ length: 2 }, () => ['lc:SystemMessage', 'lc:HumanMessage', 'lc:AIMessage', 'lc:ToolMessage', 'lc:AIMessage']).flat());
+    // Issue 10: each row compact (the kwargs alone) and packed against the message dictionary.
+    expect(rows.map((row) => row.type)).toEqual(Array.from({ length: 2 }, () => ['lcz:SystemMessage', 'lcz:HumanMessage', 'lcz:AIMessage', 'lcz:ToolMessage', 'lcz:AIMessage']).flat());
+    const decoder = new TextDecoder();
     for (const row of rows) {
-      const text = new TextDecoder().decode(row.value);
+      const text = decoder.decode(row.value);
       expect(text).not.toContain('langchain_core');
       expect(text).not.toContain(row.messageId);
+      expect(text).not.toContain('additional_kwargs');
+      expect(row.value.byteLength).toBeLessThan(expandMessageRow(row.type, row.value, row.messageId).value.byteLength / 2);
     }
-    // The plain reply: its kwargs as the serializer wrote them, in their order, less the leading id.
-    expect(new TextDecoder().decode(rows[4]!.value)).toMatch(/^\{"content":"It is sunny\.",/);
+    // The plain reply: the serializer's JSON again, every key in its place.
+    const reply = rows[4]!;
+    const rebuilt = JSON.parse(decoder.decode(expandMessageRow(reply.type, reply.value, reply.messageId).value)) as { id: string[]; kwargs: Record<string, unknown> };
+    expect(rebuilt.id).toEqual(['langchain_core', 'messages', 'AIMessage']);
+    expect(Object.keys(rebuilt.kwargs).slice(0, 2)).toEqual(['id', 'content']);
+    expect(rebuilt.kwargs).toMatchObject({ id: reply.messageId, content: 'It is sunny.' });
+
+    // A log written before packing (compact rows in clear, type lc:<class>) reads back the same.
+    await backend.rewriteLog('rich', (row) => {
+      const whole = JSON.parse(decoder.decode(expandMessageRow(row.type, row.value, row.messageId).value)) as { id: string[]; kwargs: Record<string, unknown> };
+      const { id: _id, ...rest } = whole.kwargs;
+      const kwargs = Object.keys(whole.kwargs)[0] === 'id' ? rest : whole.kwargs;
+      return { type: `lc:${whole.id[2]}`, value: new TextEncoder().encode(JSON.stringify(kwargs)) };
+    });
+    expect((await backend.logValues('rich')).every((row) => row.type.startsWith('lc:') && !decoder.decode(row.value).includes('langchain_core'))).toBe(true);
+    expect(await latest((await backend.open()).checkpointer)).toEqual(expected);
 
     // A log an older version wrote (each row the serializer's whole JSON) reads back the same.
     await backend.rewriteLog('rich', (row) => expandMessageRow(row.type, row.value, row.messageId));
