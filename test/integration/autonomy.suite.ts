@@ -533,6 +533,20 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
       const resumed = await server.request('POST', `/api/threads/${threadId}/autonomy/resume`);
       expect(resumed.body).toMatchObject({ paused: false, pending: [{ state: 'pending', triggerType: 'question_unanswered' }] });
     });
+
+    it('I12: a deleted thread\'s autonomy state goes with it: a thread another user makes with its id is not paused and has no silence of its own yet', async () => {
+      // The LangGraph protocol lets a client choose a thread's id; ids are one namespace.
+      const threadId = randomUUID();
+      expect((await server.request('POST', '/threads', { body: { thread_id: threadId } })).status).toBe(200);
+      await say(threadId, 'Hello');
+      expect((await server.request('POST', `/api/threads/${threadId}/autonomy/pause`)).body).toMatchObject({ paused: true });
+      expect((await server.request('DELETE', `/api/threads/${threadId}`)).status).toBe(204);
+
+      expect((await server.request('POST', '/threads', { token: BOB.token, body: { thread_id: threadId } })).status).toBe(200);
+      expect((await server.request('GET', `/api/threads/${threadId}/autonomy`, { token: BOB.token })).body).toMatchObject({ paused: false, pending: [] });
+      const timers = new SqlTimerRepository((server.storage as SqlStorage).context);
+      expect(await timers.threadState(threadId)).toEqual({ paused: false, lastUserMessageAt: null });
+    });
   });
 
   describe('restarts (I7)', () => {

@@ -85,6 +85,9 @@ export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: 
     .where('thread_id', '=', threadId)
     .where('state', '=', 'pending')
     .execute();
+  // Its pause and its last person's message: keyed by thread id alone, a thread made later
+  // with this id (by anyone: the protocol lets a client choose it) would inherit them.
+  await db.deleteFrom('autonomy_threads').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.deleteFrom('schedules').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   // Their deliveries go with them (ON DELETE CASCADE).
   await db.deleteFrom('hooks').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
