@@ -3,7 +3,8 @@ import { PeriodicTask } from './periodic-task.js';
 import type { Clock, Iso } from './ports.js';
 
 /**
- * What may be pruned: only records nothing waits on — finished runs, settled timers, old
+ * What may be pruned: only records nothing waits on or counts — finished runs, settled timers
+ * (not the follow-ups fired in a silence that has not ended: the per-silence cap counts them), old
  * inbound deliveries, decided or expired approvals (never a pending one, nor any call of a
  * step that still has one), fired, cancelled or skipped check-ins, and outbound webhook
  * deliveries that were delivered or gave up, with their attempts (never one still retrying).

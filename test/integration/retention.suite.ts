@@ -5,7 +5,8 @@ import type { TimerTables } from '../../src/adapters/sql/timer-tables.js';
 import type { ApprovalTables } from '../../src/adapters/sql/approval-repository.js';
 import type { CheckInTables } from '../../src/adapters/sql/check-in-repository.js';
 import type { OutboundTables } from '../../src/adapters/sql/outbound-webhook-repository.js';
-import { startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { ALICE, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const DAY = 24 * 3600_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY).toISOString();
@@ -112,6 +113,40 @@ export function retentionSuite(backend: () => Backend): void {
       await db().updateTable('tool_approvals').set({ status: 'expired', decided_at: ago(31), decided_by: 'system', channel: 'system' }).where('id', '=', 'approval-old-pending').execute();
       expect(await server.services.retention.runOnce()).toEqual({ ...none, approvals: 2 });
       expect(await ids('tool_approvals')).toEqual(['approval-recent']);
+    });
+
+    it('I5: keeps the fired follow-ups of a silence that has not ended, so the per-silence cap still holds after a pass', async () => {
+      // One follow-up per silence; the person says something, the follow-up fires, the next is skipped.
+      const agentId = 'retention-autonomy';
+      const policy = { enabled: true, delaysMs: { check_in: 50, question_unanswered: 50, task_incomplete: 50, waiting_for_decision: 50 }, minDelayMs: 10, maxPerSilence: 1, maxPerDay: 100, modelCallsPerDay: 1000 };
+      expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'follows up', autonomy: policy } })).status).toBe(201);
+      const threadId = (await server.request('POST', '/api/threads', { body: { agentId } })).body.id as string;
+      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'Hello' } })).status).toBe(200);
+      const timersOf = async () => (await server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Array<{ id: string; state: string; stateReason: string | null }>;
+      await waitFor(async () => (await timersOf()).some((timer) => timer.stateReason === 'cap_per_silence'), 15_000, 'the follow-up to fire and the next to be capped');
+      const fired = (await timersOf()).filter((timer) => timer.state === 'fired');
+      expect(fired).toHaveLength(1);
+
+      // The person stays silent for 40 days: the follow-up's record is older than the retention window.
+      await db().updateTable('timers').set({ updated_at: ago(40) }).where('thread_id', '=', threadId).execute();
+      await server.services.retention.runOnce();
+      expect((await timersOf()).map((timer) => timer.id)).toContain(fired[0]!.id);
+
+      // Something else runs on the thread (a webhook's task): the silence has had its follow-up.
+      const { HumanMessage } = await import('@langchain/core/messages');
+      await server.services.conversations.runTriggered(ALICE.id, threadId, {
+        trigger: 'webhook',
+        input: new HumanMessage({ content: 'A delivery arrived.', additional_kwargs: { synthetic: true, trigger_type: 'webhook' } }),
+        meta: { hook_id: 'hook-retention', delivery_id: 'delivery-retention' },
+      });
+      await waitFor(async () => (await timersOf()).filter((timer) => timer.state !== 'fired').length > 0, 15_000, 'the follow-up planned after the webhook run');
+      const after = (await timersOf()).filter((timer) => timer.state !== 'fired');
+      expect(after.map((timer) => [timer.state, timer.stateReason])).toEqual([['skipped', 'cap_per_silence']]);
+
+      // The person writes again: that silence is over, and its old follow-up goes with the next pass.
+      expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'I am back' } })).status).toBe(200);
+      await server.services.retention.runOnce();
+      expect((await timersOf()).map((timer) => timer.id)).not.toContain(fired[0]!.id);
     });
 
     it('deletes in bounded batches until nothing old is left', async () => {

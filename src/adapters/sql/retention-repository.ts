@@ -53,10 +53,47 @@ export class SqlRetentionRepository implements RetentionStore {
         return Number(result.numDeletedRows);
       }
       case 'timers': {
-        // Only settled timers: a pending one is a promise still to keep, however old.
+        // Only settled timers: a pending one is a promise still to keep, however old. And
+        // never a fired follow-up of a silence that has not ended (no real user message since
+        // the one it was scheduled against): the per-silence cap counts those rows (I5), so
+        // without them a thread silent for longer than the window got its follow-ups again
+        // after every pass. They are bounded by the cap, per thread; a person's next message
+        // (or the thread's deletion) releases them.
         const result = await db
           .deleteFrom('timers')
-          .where('id', 'in', db.selectFrom('timers').select('id').where('state', '<>', 'pending').where('updated_at', '<', before).limit(limit))
+          .where(
+            'id',
+            'in',
+            db
+              .selectFrom('timers as settled')
+              .select('settled.id')
+              .where('settled.state', '<>', 'pending')
+              .where('settled.updated_at', '<', before)
+              .where(({ eb, or, not, exists, selectFrom }) =>
+                or([
+                  eb('settled.state', '<>', 'fired'),
+                  not(
+                    exists(
+                      selectFrom('threads as thread')
+                        .leftJoin('autonomy_threads as autonomy', 'autonomy.thread_id', 'thread.id')
+                        .select('thread.id')
+                        .whereRef('thread.id', '=', 'settled.thread_id')
+                        .whereRef('thread.user_id', '=', 'settled.user_id')
+                        // Nothing a person said after the anchor: neither the thread's last user
+                        // activity nor the receipt of their last message (I6) is later than it.
+                        .where((inner) =>
+                          inner.and(
+                            (['thread.last_user_activity_at', 'autonomy.last_user_message_at'] as const).map((column) =>
+                              inner.or([inner(column, 'is', null), inner.and([inner('settled.scheduled_against', 'is not', null), inner(column, '<=', inner.ref('settled.scheduled_against'))])]),
+                            ),
+                          ),
+                        ),
+                    ),
+                  ),
+                ]),
+              )
+              .limit(limit),
+          )
           .executeTakeFirst();
         return Number(result.numDeletedRows);
       }
