@@ -5,7 +5,7 @@ import { SqlPlanRepository } from '../../src/adapters/sql/plan-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { openPostgresStorage, openSqliteStorage } from '../../src/adapters/storage-factory.js';
 import { NODES, registerPlannerGraph, type PlannerGraph } from '../../src/agent/planner/planner-graph.js';
-import { McpClientPool } from '../../src/agent/tools/mcp-client-pool.js';
+import { McpClientPool, type McpPoolOptions } from '../../src/agent/tools/mcp-client-pool.js';
 import { PlannerToolboxFactory } from '../../src/agent/tools/planner-toolbox.js';
 import { AgentService } from '../../src/app/agent-service.js';
 import type { PlanHeartbeats } from '../../src/app/plans/plan-ports.js';
@@ -95,7 +95,7 @@ export interface PlannerHarness {
 /** A planner graph on a real database, driven by the real run coordinator, with a scripted model. */
 export async function openPlannerHarness(
   backend: Backend,
-  options: { model: () => ScriptedChatModel; place?: Place; mcpStdioCommands?: string[]; heartbeats?: PlanHeartbeats; clock?: Clock },
+  options: { model: () => ScriptedChatModel; place?: Place; mcpStdioCommands?: string[]; mcp?: Pick<McpPoolOptions, 'connectTimeoutMs' | 'failureMemoryMs'>; heartbeats?: PlanHeartbeats; clock?: Clock },
 ): Promise<PlannerHarness> {
   const place = options.place ?? (await newPlace());
   const capture = captureLogs('debug');
@@ -108,7 +108,7 @@ export async function openPlannerHarness(
   const plans = new SqlPlanRepository(storage.context);
   const events = new RecordingEventBus(logger);
   const recorded = new RecordedHeartbeats();
-  const mcp = new McpClientPool({ logger, allowedStdioCommands: options.mcpStdioCommands ?? [] });
+  const mcp = new McpClientPool({ logger, allowedStdioCommands: options.mcpStdioCommands ?? [], ...options.mcp });
   const toolboxes = new PlannerToolboxFactory({ memories: storage.memories, clock, mcp });
   const registered = registerPlannerGraph({
     checkpointer: storage.checkpointer,

@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -8,6 +10,7 @@ import { openPlannerHarness, USER, type PlannerHarness } from '../helpers/planne
 import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
 import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
 import type { Backend } from '../helpers/test-server.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVER_SCRIPT = fileURLToPath(new URL('../helpers/mcp-echo-server.ts', import.meta.url));
@@ -106,5 +109,37 @@ export function mcpToolsSuite(backend: () => Backend): void {
     const listed = await harness.service.tools(USER, agent.id);
     expect(listed.unavailable).toEqual([{ server: 'shell', error: expect.stringContaining('VIGIL_MCP_STDIO_COMMANDS') }]);
     expect(listed.tools.map((tool) => tool.source)).toEqual(['built-in', 'built-in', 'built-in']);
+  });
+
+  it('a stdio server that never answers is waited for once, within the connect timeout: the plan runs on without it', async () => {
+    const directory = await makeTempDir();
+    const spawns = join(directory, 'spawns.txt');
+    // Starts, notes that it started, reads what it is sent and never answers; ends when its stdin closes.
+    const script = `require('node:fs').appendFileSync(${JSON.stringify(spawns)}, 'started\\n'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0));`;
+    const hanging = { transport: 'stdio', command: process.execPath, args: ['-e', script] };
+    const own = await openPlannerHarness(backend(), { model: () => model, mcpStdioCommands: [process.execPath], mcp: { connectTimeoutMs: 1_000 } });
+    try {
+      model = new ScriptedChatModel({
+        knowledge_plan: [noKnowledge],
+        strategic_plan: [strategicPlan('Tell the time', 'Read the clock', 'Say it')],
+        tactical_plan: [tacticalPlan(step('read the clock', ['current_time'])), tacticalPlan(step('say it', []))],
+        executor_step: [execute([{ tool: 'current_time', args: {} }], true, 'read'), execute([], true, 'said')],
+        tactical_critique: always(approve()),
+        strategic_critique: [approve()],
+        text: ['It is now.'],
+      });
+      const agent = await own.agent({ mcpServers: { stuck: hanging } });
+      const listed = await own.service.tools(USER, agent.id);
+      expect(listed.unavailable).toEqual([{ server: 'stuck', error: expect.stringContaining('within 1000 ms') }]);
+      expect(listed.tools.map((tool) => tool.source)).toEqual(['built-in', 'built-in', 'built-in']);
+
+      // Every node of the run builds its toolbox: the failure is remembered, not waited for again.
+      const outcome = await own.say(await own.thread(agent), 'What time is it?');
+      expect(outcome.run.status).toBe('succeeded');
+      expect((await readFile(spawns, 'utf8')).trim().split('\n')).toEqual(['started']);
+    } finally {
+      await own.destroy();
+      await removeTempDir(directory);
+    }
   });
 }

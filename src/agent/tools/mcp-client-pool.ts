@@ -16,6 +16,10 @@ export interface McpPoolOptions {
   idleMs?: number;
   /** One tool call's timeout. */
   toolTimeoutMs?: number;
+  /** How long a server may take to start and list its tools before it counts as unavailable. */
+  connectTimeoutMs?: number;
+  /** How long a server that failed to start is reported unavailable before it is tried again. */
+  failureMemoryMs?: number;
 }
 
 export interface McpServerTools {
@@ -29,7 +33,12 @@ interface PooledClient {
   client: MultiServerMCPClient;
   tools: Promise<StructuredToolInterface[]>;
   lastUsed: number;
+  /** Set when it failed: until then its error is the answer, without trying again. */
+  retryAfter?: number;
 }
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
+const DEFAULT_FAILURE_MEMORY_MS = 60_000;
 
 /**
  * One MCP connection per distinct server setting, shared by every run that uses it and
@@ -68,6 +77,10 @@ export class McpClientPool {
     }
     const key = stableJson({ server, settings });
     let entry = this.clients.get(key);
+    if (entry?.retryAfter !== undefined && Date.now() >= entry.retryAfter) {
+      this.clients.delete(key);
+      entry = undefined;
+    }
     if (!entry) {
       const client = new MultiServerMCPClient({
         mcpServers: { [server]: toConnection(settings) },
@@ -77,12 +90,17 @@ export class McpClientPool {
         useStandardContentBlocks: false,
         ...(this.options.toolTimeoutMs ? { defaultToolTimeout: this.options.toolTimeoutMs } : {}),
       });
-      const created: PooledClient = { client, tools: client.getTools(), lastUsed: Date.now() };
+      const created: PooledClient = { client, tools: withTimeout(client.getTools(), this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, server), lastUsed: Date.now() };
       entry = created;
       this.clients.set(key, created);
       created.tools.catch(() => {
-        // A server that failed to start is not kept: the next run tries again.
-        if (this.clients.get(key) === created) this.clients.delete(key);
+        // A server that failed to start (or hangs) is remembered for a while, then tried again.
+        // Every planner node and every run builds its toolbox: forgotten at once, a hanging
+        // server held each of them for the MCP SDK's 60 s request timeout (and spawned a
+        // process for each), so one plan took minutes before its first step.
+        created.retryAfter = Date.now() + (this.options.failureMemoryMs ?? DEFAULT_FAILURE_MEMORY_MS);
+        // A stdio child still starting is not the client's yet: the SDK's own initialize
+        // timeout ends it; the failure memory keeps that to one at a time per server.
         void client.close().catch(() => undefined);
       });
     }
@@ -109,6 +127,16 @@ export class McpClientPool {
       await entry.client.close().catch((error: unknown) => this.options.logger.warn({ err: error }, 'closing an idle MCP connection failed'));
     }
   }
+}
+
+/** The server's tools, or an error once `timeoutMs` has passed without them. */
+function withTimeout<T>(work: Promise<T>, timeoutMs: number, server: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`MCP server "${server}" did not start and list its tools within ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 function toConnection(settings: McpServerSettings) {
