@@ -5,7 +5,7 @@ import type { Clock, Iso } from './ports.js';
 /**
  * What may be pruned: only records nothing waits on or counts — finished runs, settled timers
  * (not the follow-ups fired in a silence that has not ended: the per-silence cap counts them), old
- * inbound deliveries, decided or expired approvals (never a pending one, nor any call of a
+ * inbound deliveries and handled Telegram update ids, decided or expired approvals (never a pending one, nor any call of a
  * step that still has one), fired, cancelled or skipped check-ins, and outbound webhook
  * deliveries that were delivered or gave up, with their attempts (never one still retrying).
  */
@@ -14,9 +14,16 @@ export interface RetentionStore {
   pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number>;
 }
 
-export type RetentionKind = 'hook_deliveries' | 'runs' | 'timers' | 'approvals' | 'check_ins' | 'outbound_attempts' | 'outbound_deliveries';
+export type RetentionKind = 'hook_deliveries' | 'telegram_updates' | 'runs' | 'timers' | 'approvals' | 'check_ins' | 'outbound_attempts' | 'outbound_deliveries';
 /** In this order: a delivery's attempts go before the delivery. */
-export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'runs', 'timers', 'approvals', 'check_ins', 'outbound_attempts', 'outbound_deliveries'];
+export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'telegram_updates', 'runs', 'timers', 'approvals', 'check_ins', 'outbound_attempts', 'outbound_deliveries'];
+
+/**
+ * Records kept at least this long whatever VIGIL_RETENTION_DAYS says: Telegram redelivers
+ * an unconfirmed update for 24 hours, and a handled update id is what keeps a redelivered
+ * one from running twice (the channel keeps them twice that).
+ */
+const MIN_AGE_MS: Partial<Record<RetentionKind, number>> = { telegram_updates: 48 * 3600_000 };
 
 export interface RetentionOptions {
   store: RetentionStore;
@@ -31,7 +38,7 @@ export interface RetentionOptions {
 }
 
 /**
- * The retention job: webhook deliveries, run records, settled timers, decided approvals,
+ * The retention job: webhook deliveries, handled Telegram update ids, run records, settled timers, decided approvals,
  * settled check-ins and finished outbound deliveries older than VIGIL_RETENTION_DAYS are deleted in small batches, yielding between them, so requests are
  * never held up. One pass at a time; its own errors are logged, never thrown; stop waits
  * for a pass in flight. Every instance may run it: deletes are idempotent.
@@ -61,13 +68,16 @@ export class RetentionJob {
 
   async #prune(): Promise<Record<RetentionKind, number>> {
     const { store, clock, logger, retentionDays, batchSize } = this.#options;
-    const before = new Date(clock.now().getTime() - retentionDays * 24 * 3600_000).toISOString();
+    const now = clock.now().getTime();
+    const before = new Date(now - retentionDays * 24 * 3600_000).toISOString();
     const deleted = Object.fromEntries(RETENTION_KINDS.map((kind) => [kind, 0])) as Record<RetentionKind, number>;
     try {
       for (const kind of RETENTION_KINDS) {
+        const floor = MIN_AGE_MS[kind];
+        const cutoff = floor === undefined ? before : new Date(Math.min(Date.parse(before), now - floor)).toISOString();
         for (;;) {
           if (this.#task.stopped) break;
-          const count = await store.pruneBatch(kind, before, batchSize);
+          const count = await store.pruneBatch(kind, cutoff, batchSize);
           deleted[kind] += count;
           if (count < batchSize) break;
           await new Promise((resolve) => setImmediate(resolve)); // let requests in between batches

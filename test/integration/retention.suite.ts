@@ -5,6 +5,7 @@ import type { TimerTables } from '../../src/adapters/sql/timer-tables.js';
 import type { ApprovalTables } from '../../src/adapters/sql/approval-repository.js';
 import type { CheckInTables } from '../../src/adapters/sql/check-in-repository.js';
 import type { OutboundTables } from '../../src/adapters/sql/outbound-webhook-repository.js';
+import type { TelegramTables } from '../../src/adapters/sql/telegram-tables.js';
 import { ALICE, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -21,8 +22,8 @@ export function retentionSuite(backend: () => Backend): void {
       await server?.destroy();
     });
 
-    const db = () => (server.storage as SqlStorage).context.db.withTables<HookTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
-    const none = { runs: 0, timers: 0, hook_deliveries: 0, approvals: 0, check_ins: 0, outbound_attempts: 0, outbound_deliveries: 0 };
+    const db = () => (server.storage as SqlStorage).context.db.withTables<HookTables & TelegramTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
+    const none = { runs: 0, timers: 0, hook_deliveries: 0, telegram_updates: 0, approvals: 0, check_ins: 0, outbound_attempts: 0, outbound_deliveries: 0 };
 
     async function run(id: string, status: string, endedAt: string | null, startedAt: string) {
       await db()
@@ -147,6 +148,26 @@ export function retentionSuite(backend: () => Backend): void {
       expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'I am back' } })).status).toBe(200);
       await server.services.retention.runOnce();
       expect((await timersOf()).map((timer) => timer.id)).not.toContain(fired[0]!.id);
+    });
+
+    it('prunes handled Telegram update ids past the window, never younger than the 48 hours a redelivery needs', async () => {
+      const update = async (updateId: number, receivedAt: string) => {
+        await db().insertInto('telegram_updates').values({ bot_id: 7000000001, update_id: updateId, received_at: receivedAt }).execute();
+      };
+      await update(1, ago(40));
+      await update(2, ago(3));
+      await update(3, ago(1.5));
+      const ids = async () => (await db().selectFrom('telegram_updates').select('update_id').execute()).map((row) => Number(row.update_id)).sort();
+      expect(await server.services.retention.runOnce()).toEqual({ ...none, telegram_updates: 1 });
+      expect(await ids()).toEqual([2, 3]);
+
+      // A one-day window still keeps what arrived within the last 48 hours.
+      const { RetentionJob } = await import('../../src/app/retention.js');
+      const { SqlRetentionRepository } = await import('../../src/adapters/sql/retention-repository.js');
+      const job = new RetentionJob({ store: new SqlRetentionRepository((server.storage as SqlStorage).context), clock: { now: () => new Date() }, logger: server.logger, retentionDays: 1 });
+      expect((await job.runOnce()).telegram_updates).toBe(1);
+      expect(await ids()).toEqual([3]);
+      await job.stop();
     });
 
     it('deletes in bounded batches until nothing old is left', async () => {

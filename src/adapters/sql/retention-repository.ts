@@ -5,6 +5,7 @@ import type { ApprovalTables } from './approval-repository.js';
 import type { CheckInTables } from './check-in-repository.js';
 import type { HookTables } from './hook-tables.js';
 import type { OutboundTables } from './outbound-webhook-repository.js';
+import type { TelegramTables } from './telegram-tables.js';
 import type { TimerTables } from './timer-tables.js';
 
 /**
@@ -15,7 +16,7 @@ export class SqlRetentionRepository implements RetentionStore {
   readonly #db;
 
   constructor(context: SqlContext) {
-    this.#db = context.db.withTables<HookTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
+    this.#db = context.db.withTables<HookTables & TelegramTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
   }
 
   async pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number> {
@@ -104,6 +105,18 @@ export class SqlRetentionRepository implements RetentionStore {
           .deleteFrom('hook_deliveries')
           .where((eb) =>
             eb(eb.refTuple('hook_id', 'delivery_id'), 'in', db.selectFrom('hook_deliveries').select(['hook_id', 'delivery_id']).where('received_at', '<', before).limit(limit).$asTuple('hook_id', 'delivery_id')),
+          )
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'telegram_updates': {
+        // Handled update ids: kept only so that a redelivered update does not run twice, which
+        // Telegram stops doing after a day. The channel also prunes them when it starts; this
+        // keeps the table bounded on a server that runs for months.
+        const result = await db
+          .deleteFrom('telegram_updates')
+          .where((eb) =>
+            eb(eb.refTuple('bot_id', 'update_id'), 'in', db.selectFrom('telegram_updates').select(['bot_id', 'update_id']).where('received_at', '<', before).limit(limit).$asTuple('bot_id', 'update_id')),
           )
           .executeTakeFirst();
         return Number(result.numDeletedRows);
