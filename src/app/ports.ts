@@ -167,9 +167,11 @@ export interface RunRecord {
   endedAt: Iso | null;
   /** What each model call of the run received, in order (empty until the run ended, or for runs before this was kept). */
   modelInputs: ModelInputRecord[];
+  /** Its thread was deleted: the record stays, but no thread of the same id lists it as its own. */
+  threadDeleted?: boolean;
 }
 
-export type NewRun = Omit<RunRecord, 'status' | 'reason' | 'errorCode' | 'errorMessage' | 'endedAt' | 'modelInputs'>;
+export type NewRun = Omit<RunRecord, 'status' | 'reason' | 'errorCode' | 'errorMessage' | 'endedAt' | 'modelInputs' | 'threadDeleted'>;
 
 export interface RunEnd {
   status: Exclude<RunStatus, 'running'>;

@@ -240,6 +240,25 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       await alice.threads.delete(chosen);
       expect(await statusOf(alice.threads.get(chosen))).toBe(404);
     });
+
+    it('a deleted thread\'s runs go with it, as LangGraph\'s do: a thread made again with its id lists none of them', async () => {
+      const chosen = randomUUID();
+      await alice.threads.create({ threadId: chosen });
+      const first = (await alice.runs.create(chosen, 'agent', { input: { messages: [{ type: 'human', content: 'first life' }] } })).run_id;
+      await alice.runs.join(chosen, first);
+      expect((await alice.runs.list(chosen)).map((run) => run.run_id)).toEqual([first]);
+
+      const vigilRunId = ((await server.request('GET', `/api/threads/${chosen}/runs`)).body.runs as Array<{ id: string }>)[0]!.id;
+      await alice.threads.delete(chosen);
+
+      await alice.threads.create({ threadId: chosen });
+      expect(await alice.runs.list(chosen)).toEqual([]);
+      expect(await statusOf(alice.runs.get(chosen, first))).toBe(404);
+      expect((await server.request('GET', `/api/threads/${chosen}/runs`)).body.runs).toEqual([]);
+      // The run's record stays, as a deleted thread's runs always do.
+      expect((await server.request('GET', `/api/runs/${vigilRunId}`)).body).toMatchObject({ id: vigilRunId, threadId: chosen, status: 'succeeded' });
+      expect(await statusOf(bob.runs.list(chosen))).toBe(404);
+    });
   });
 
   describe('thread ids', () => {

@@ -6,7 +6,7 @@
  * SQLite and json/jsonb on PostgreSQL, where the pool's type parsers hand them back as raw
  * text, so both backends decode the same way (see json.ts).
  */
-import type { ColumnType, Kysely, Transaction } from 'kysely';
+import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
 
@@ -73,6 +73,8 @@ export interface RunsTable {
   started_at: Timestamp;
   ended_at: NullableTimestamp;
   model_inputs: JsonText | null;
+  /** 1 once the run's thread was deleted (migration 21): the record stays, no thread lists it. */
+  thread_deleted: Generated<number>;
 }
 
 /** SQLite adds an INTEGER PRIMARY KEY `row_id` for its FTS index; only raw SQL uses it. */

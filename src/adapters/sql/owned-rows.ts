@@ -92,6 +92,10 @@ export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: 
   // Their deliveries go with them (ON DELETE CASCADE).
   await db.deleteFrom('hooks').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.deleteFrom('protocol_thread_metadata').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  // The protocol's view of its runs goes (LangGraph deletes a thread's runs with it); vigil's
+  // run records stay, marked: a thread made again with this id listed them as its own.
+  await db.deleteFrom('protocol_runs').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
+  await trx.updateTable('runs').set({ thread_deleted: 1 }).where('user_id', '=', userId).where('thread_id', '=', threadId).where('thread_deleted', '=', 0).execute();
 }
 
 /**

@@ -75,6 +75,8 @@ export class SqlRunRepository implements RunRepository {
       .selectAll()
       .where('thread_id', '=', threadId)
       .where('user_id', '=', userId)
+      // Runs of a deleted thread of the same id are records, not this thread's runs.
+      .where('thread_deleted', '=', 0)
       .orderBy('started_at', 'desc')
       .orderBy('id', 'desc')
       .limit(checkLimit(options.limit))
@@ -113,5 +115,6 @@ function toRunRecord(row: Selectable<RunsTable>): RunRecord {
     startedAt: isoFromDatabase(row.started_at),
     endedAt: nullableIsoFromDatabase(row.ended_at),
     modelInputs: row.model_inputs === null || row.model_inputs === undefined ? [] : (decodeJson(row.model_inputs) as ModelInputRecord[]),
+    ...(Number(row.thread_deleted) !== 0 ? { threadDeleted: true } : {}),
   };
 }

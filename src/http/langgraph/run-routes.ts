@@ -118,7 +118,9 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       if (isVigilError(error) && error.code === 'RUN_NOT_FOUND') return undefined;
       throw error;
     });
-    if ((!row && !run) || (row ?? run)!.threadId !== threadId) throw new VigilError('RUN_NOT_FOUND', `no run "${runId}" on thread "${threadId}"`);
+    // A run of a deleted thread is no run of a thread made since with its id (its protocol row went with the thread).
+    const owner = row ?? (run?.threadDeleted === true ? undefined : run);
+    if (owner === undefined || owner.threadId !== threadId) throw new VigilError('RUN_NOT_FOUND', `no run "${runId}" on thread "${threadId}"`);
     return { ...toRun(run, row), run_id: runId };
   }
 
