@@ -25,6 +25,11 @@ export interface SendOptions {
   runId?: string;
   correlationId?: string;
   signal?: AbortSignal;
+  /**
+   * Told once the message is accepted: received (I6) and its run (`runId`) requested, before
+   * the run waits for the thread; `messageId` is the id the message is stored under.
+   */
+  onAccepted?: (accepted: { runId: string; messageId: string }) => void;
 }
 
 /** Called when a person's message is received, before it waits for the thread or reaches a model. */
@@ -200,10 +205,13 @@ export class ConversationService {
     const agent = await this.agents.get(userId, thread.agentId);
     const context = { ...this.newRunContext(thread, 'user', options.correlationId), ...(options.runId ? { runId: options.runId } : {}) };
     // A person's message never carries metadata: clients cannot set additional_kwargs.
-    const input = new HumanMessage({ id: randomUUID(), content: content as HumanMessage['content'] });
+    const messageId = randomUUID();
+    const input = new HumanMessage({ id: messageId, content: content as HumanMessage['content'] });
     // On receipt, not when processed (I6): before waiting for the thread or calling a model.
     await this.receiveUserMessage(thread, context.requestedAt);
-    return this.coordinator.run({ context, agent, input, ...(options.signal ? { signal: options.signal } : {}) });
+    const { onAccepted } = options;
+    const accepted = onAccepted ? { onRequested: () => onAccepted({ runId: context.runId, messageId }) } : {};
+    return this.coordinator.run({ context, agent, input, ...accepted, ...(options.signal ? { signal: options.signal } : {}) });
   }
 
   /**

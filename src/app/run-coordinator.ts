@@ -209,6 +209,7 @@ export class RunCoordinator {
     // The caller going away (e.g. the HTTP client) cancels the run, waiting or running.
     const detachCaller = followCallerSignal(request.signal, controller);
     try {
+      request.onRequested?.();
       return await this.leaseAndRun(request, registered, controller);
     } finally {
       detachCaller();

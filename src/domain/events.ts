@@ -40,10 +40,20 @@ export const runEndEventSchema = z.object({
 export const threadDeletedEventSchema = z.object({ type: z.literal('thread.deleted'), threadId: z.string(), at: z.string() });
 /** A WebSocket subscription is in place: every later event of the thread reaches this client. */
 export const threadSubscribedEventSchema = z.object({ type: z.literal('thread.subscribed'), threadId: z.string(), at: z.string() });
+/**
+ * A WebSocket `message.send` that carried a `requestId` was accepted: its run is `runId`
+ * (starting, or waiting for the thread's current run) and the message lands in the thread
+ * as `messageId` (its `message.end`). Sent to the sending connection only, before the run's
+ * `run.start`. An `error` with the same requestId can still follow, if the run never starts
+ * (the thread deleted while the message waited, the server stopping).
+ */
+export const messageAcceptedEventSchema = z.object({ type: z.literal('message.accepted'), ...base, requestId: z.string(), messageId: z.string() });
 export const errorEventSchema = z.object({
   type: z.literal('error'),
   threadId: z.string().optional(),
   runId: z.string().optional(),
+  /** The WebSocket frame's `requestId` when the error answers one (a refused or failed `message.send`). */
+  requestId: z.string().optional(),
   at: z.string(),
   code: z.string(),
   message: z.string(),
@@ -107,6 +117,7 @@ export const vigilEventSchema = z.discriminatedUnion('type', [
   messageDeltaEventSchema,
   messageRetractedEventSchema,
   messageEndEventSchema,
+  messageAcceptedEventSchema,
   runEndEventSchema,
   errorEventSchema,
   threadSubscribedEventSchema,

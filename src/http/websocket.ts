@@ -4,17 +4,22 @@ import type { WebSocket } from '@fastify/websocket';
 import { z } from 'zod';
 import { VigilError } from '../domain/errors.js';
 import type { VigilEvent } from '../domain/events.js';
+import type { SendOptions } from '../app/conversation-service.js';
 import type { HttpDependencies } from './http-dependencies.js';
 import { toVigilError } from './errors.js';
-import { idParam, messageContentSchema } from './schemas.js';
+import { ID_MAX_LENGTH, idParam, messageContentSchema } from './schemas.js';
 import { MAX_UNSENT_BYTES } from './sse.js';
+
+/** A client's name for its request: echoed on the request's acknowledgement and on its errors. */
+const requestIdSchema = z.string().max(128);
 
 /** What a client may send over /api/ws; every frame is validated, unknown fields refused. */
 export const clientFrameSchema = z.discriminatedUnion('type', [
   /** `afterEventId`: resume — the thread's events after that id (within the replay window) come first. */
   z.object({ type: z.literal('thread.subscribe'), threadId: idParam, afterEventId: z.number().int().min(0).optional() }).strict(),
   z.object({ type: z.literal('thread.unsubscribe'), threadId: idParam }).strict(),
-  z.object({ type: z.literal('message.send'), threadId: idParam, content: messageContentSchema, requestId: z.string().max(128).optional() }).strict(),
+  /** With a `requestId`: answered by `message.accepted` once accepted, and its errors carry the id. */
+  z.object({ type: z.literal('message.send'), threadId: idParam, content: messageContentSchema, requestId: requestIdSchema.optional() }).strict(),
   z.object({ type: z.literal('run.cancel'), runId: idParam }).strict(),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
@@ -77,9 +82,7 @@ class Connection {
     } catch (error) {
       const vigilError = toVigilError(error);
       if (vigilError.status >= 500) this.request.log.error({ err: error }, 'websocket frame failed');
-      // Echo the frame's thread id when it has one, so a client can tell which request failed.
-      const threadId = z.object({ threadId: z.string().max(128) }).safeParse(parsed);
-      this.send({ type: 'error', at: new Date().toISOString(), code: vigilError.code, message: vigilError.message, ...(threadId.success ? { threadId: threadId.data.threadId } : {}) });
+      this.send({ type: 'error', at: new Date().toISOString(), code: vigilError.code, message: vigilError.message, ...echoedIds(parsed) });
     }
   }
 
@@ -104,9 +107,14 @@ class Connection {
         this.unsubscribe(frame.threadId);
         return;
       case 'message.send': {
-        await this.deps.conversations.getThread(this.userId, frame.threadId);
-        this.subscribe(frame.threadId); // the sender always sees its own run
-        await this.deps.conversations.sendMessage(this.userId, frame.threadId, frame.content, { runId: randomUUID(), correlationId: frame.requestId ?? this.request.id });
+        const { threadId, requestId } = frame;
+        await this.deps.conversations.getThread(this.userId, threadId);
+        this.subscribe(threadId); // the sender always sees its own run
+        // A client that named its request learns it was accepted, with the run to follow and
+        // the message's id, before the run's first event; one that did not, as before.
+        const onAccepted: SendOptions['onAccepted'] =
+          requestId === undefined ? undefined : ({ runId, messageId }) => this.send({ type: 'message.accepted', threadId, runId, messageId, requestId, at: new Date().toISOString() });
+        await this.deps.conversations.sendMessage(this.userId, threadId, frame.content, { runId: randomUUID(), correlationId: requestId ?? this.request.id, onAccepted });
         return;
       }
       case 'run.cancel':
@@ -157,4 +165,14 @@ class Connection {
     }
     this.socket.send(JSON.stringify(eventId === undefined ? event : { ...event, eventId }));
   }
+}
+
+/**
+ * The ids an error echoes from the frame it answers, each when the frame has it and it reads
+ * as one (also on a frame refused by validation), so a client can tell which request failed.
+ */
+function echoedIds(frame: unknown): { threadId?: string; requestId?: string } {
+  const threadId = z.object({ threadId: z.string().max(ID_MAX_LENGTH) }).safeParse(frame);
+  const requestId = z.object({ requestId: requestIdSchema }).safeParse(frame);
+  return { ...(threadId.success ? { threadId: threadId.data.threadId } : {}), ...(requestId.success ? { requestId: requestId.data.requestId } : {}) };
 }

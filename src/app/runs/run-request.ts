@@ -40,6 +40,13 @@ export interface RunRequest {
   /** Called before each retry of a failed model call (a retry is a model call too, I5); false stops retrying. */
   beforeRetry?: (retry: number) => Promise<boolean>;
   /**
+   * Called once the run is requested, past the checks made before it waits for the thread:
+   * a caller that acknowledges a person's message before its run starts (the WebSocket's
+   * `message.accepted`) does so here, so that only what happens while the run waits (a
+   * cancel, a stop, the thread's deletion) can still fail it after the acknowledgement.
+   */
+  onRequested?: () => void;
+  /**
    * Called once the task message is in the thread's history (checkpoint and projection),
    * before the model answers: a caller that acknowledges the request before the run ends
    * (a webhook's 202) waits for this, so a crash after the answer loses nothing.
