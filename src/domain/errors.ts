@@ -38,7 +38,7 @@ export const ERROR_CODES = {
   ASSISTANT_MISMATCH: { status: 409, description: "The thread already holds messages of another assistant; vigil binds a thread to one agent." },
   ASSISTANT_HAS_THREADS: { status: 409, description: 'Deleting this assistant (a vigil agent) would delete its threads; ask for that with delete_threads=true.' },
   UNSUPPORTED_OPTION: { status: 422, description: 'A LangGraph protocol option vigil understands but cannot honour; it is refused rather than ignored.' },
-  BODY_TOO_LARGE: { status: 413, description: 'The request body exceeds the configured limit (VIGIL_BODY_LIMIT).' },
+  BODY_TOO_LARGE: { status: 413, description: 'The request body, or WebSocket frame, exceeds the configured limit (VIGIL_BODY_LIMIT).' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, description: 'The request body is not application/json.' },
   HOOK_TASK_NOT_STORED: { status: 503, description: "The webhook delivery's run ended before its task was stored (storage failed, or the thread could not be run); nothing was accepted. Retry." },
   RUN_CANCELLED: { status: 499, description: 'The run was cancelled before it finished.' },

@@ -26,7 +26,7 @@ import { threadRoutes } from './routes/thread-routes.js';
 import { threadEventRoutes } from './routes/thread-event-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
-import { registerWebSocket } from './websocket.js';
+import { maxFrameBytes, registerWebSocket } from './websocket.js';
 import { langgraphRoutes } from './langgraph/index.js';
 import { corsHeaders, registerCors } from './cors.js';
 import { packageInfo } from '../package-info.js';
@@ -103,7 +103,9 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
   // The interactive reference, served from the package's own assets (no CDN).
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true }, staticCSP: true });
   await app.register(fastifyWebsocket, {
-    options: { maxPayload: 1024 * 1024 },
+    // A frame somewhat over the limit is read and refused with BODY_TOO_LARGE (the client
+    // learns why); past twice the limit the socket closes (1009) before it is buffered whole.
+    options: { maxPayload: 2 * maxFrameBytes(deps.bodyLimit) },
     // On a graceful stop, tell each client why its socket closes (1001: going away), so it
     // reconnects (to another instance, or to this one once it is back).
     preClose(done) {

@@ -7,6 +7,7 @@ import type { VigilEvent } from '../domain/events.js';
 import type { SendOptions } from '../app/conversation-service.js';
 import type { HttpDependencies } from './http-dependencies.js';
 import { toVigilError } from './errors.js';
+import { MESSAGE_MAX_JSON_BYTES } from './limits.js';
 import { ID_MAX_LENGTH, idParam, messageContentSchema } from './schemas.js';
 import { MAX_UNSENT_BYTES } from './sse.js';
 
@@ -24,11 +25,27 @@ export const clientFrameSchema = z.discriminatedUnion('type', [
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 
-const MAX_FRAME_BYTES = 256 * 1024;
+/**
+ * Room for a frame's own fields around a message's content: type, threadId and requestId
+ * (at most 128 characters each, 6 bytes a character escaped), their keys, some whitespace.
+ */
+const FRAME_ENVELOPE_BYTES = 4 * 1024;
+
+/**
+ * The largest frame read, in bytes (a larger one is refused with BODY_TOO_LARGE). Whatever
+ * the HTTP route takes as a message (its body, up to VIGIL_BODY_LIMIT: several text blocks,
+ * an inline image) fits as a frame's content, and so does a text as long as a message may
+ * be however its characters are written (MESSAGE_MAX_JSON_BYTES, above the body limit
+ * only when an operator set that below it), with room for the frame's own fields.
+ */
+export function maxFrameBytes(bodyLimit: number): number {
+  return Math.max(bodyLimit, MESSAGE_MAX_JSON_BYTES) + FRAME_ENVELOPE_BYTES;
+}
 
 export function registerWebSocket(app: FastifyInstance, deps: HttpDependencies): void {
+  const frameLimit = maxFrameBytes(deps.bodyLimit);
   app.get('/api/ws', { websocket: true, schema: { hide: true } }, (socket, request) => {
-    new Connection(socket, request, deps).start();
+    new Connection(socket, request, deps, frameLimit).start();
   });
 }
 
@@ -44,7 +61,12 @@ class Connection {
   private readonly intents = new Map<string, number>();
   private closed = false;
 
-  constructor(private readonly socket: WebSocket, private readonly request: FastifyRequest, private readonly deps: HttpDependencies) {}
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly request: FastifyRequest,
+    private readonly deps: HttpDependencies,
+    private readonly frameLimit: number,
+  ) {}
 
   start(): void {
     const streamClosed = this.deps.metrics?.streamOpened('websocket');
@@ -67,7 +89,7 @@ class Connection {
     let parsed: unknown;
     try {
       if (isBinary) throw new VigilError('VALIDATION_FAILED', 'frames must be text');
-      if (data.byteLength > MAX_FRAME_BYTES) throw new VigilError('BODY_TOO_LARGE', `frames are limited to ${MAX_FRAME_BYTES} bytes`);
+      if (data.byteLength > this.frameLimit) throw new VigilError('BODY_TOO_LARGE', `frames are limited to ${this.frameLimit} bytes`);
       try {
         parsed = JSON.parse(data.toString('utf8'));
       } catch (error) {

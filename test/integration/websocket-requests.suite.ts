@@ -2,6 +2,7 @@ import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { maxFrameBytes } from '../../src/http/websocket.js';
 import { GatedModel } from './langgraph-sdk.suite.js';
 
 type Frame = Record<string, any>;
@@ -119,6 +120,70 @@ export function websocketRequestsSuite(backend: () => Backend): void {
       expect(frames).toEqual([{ type: 'error', at: expect.any(String), code: 'THREAD_NOT_FOUND', message: expect.any(String), threadId, requestId: 'intruder' }]);
       expect((await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).body.messages).toEqual([]);
       expect((await server.request('GET', `/api/threads/${threadId}/runs`)).body.runs).toEqual([]);
+    });
+  });
+
+  describe('frame size: every message the limits allow fits through the WebSocket, as over HTTP', () => {
+    /** Every UTF-16 code unit as a \uXXXX escape: 6 bytes a character, the most JSON can take for one. */
+    const escaped = (text: string) => [...Array(text.length).keys()].map((index) => `\\u${text.charCodeAt(index).toString(16).padStart(4, '0')}`).join('');
+    const runEnded = (frames: Frame[], runId: string) => frames.some((frame) => frame.type === 'run.end' && frame.runId === runId);
+
+    it('a text of 100,000 characters in multi-byte characters (raw UTF-8, or escaped as surrogate pairs), and several such text blocks, are accepted as over HTTP', async () => {
+      const threadId = await newThread();
+      // In short runs: the token counter's byte-pair encoding takes time quadratic in the length of
+      // an unbroken run of letters or symbols (100,000 characters of one run take it about an hour).
+      const cjk = '字—'.repeat(50_000); // 100,000 characters of 3 bytes each in UTF-8: 300,000
+      const emoji = `${'😀a'.repeat(33_333)}a`; // 100,000 as JavaScript counts them (😀 is two): 600,000 bytes escaped
+      const blocks = [cjk, cjk, cjk].map((text) => ({ type: 'text', text })); // 900,000 bytes: within the HTTP body limit
+      const escapedFrame = `{"type":"message.send","threadId":"${threadId}","content":"${escaped(emoji)}","requestId":"escaped"}`;
+      expect(Buffer.byteLength(escapedFrame)).toBeGreaterThan(600_000);
+      // Over HTTP, each is taken.
+      for (const body of [JSON.stringify({ content: cjk }), `{"content":"${escaped(emoji)}"}`, JSON.stringify({ content: blocks })]) {
+        const response = await server.request('POST', `/api/threads/${threadId}/messages`, { rawBody: body, headers: { 'content-type': 'application/json' } });
+        expect(response.status).toBe(200);
+      }
+      const { socket, frames, send } = await openSocket(server, ALICE.token);
+      send({ type: 'message.send', threadId, content: cjk, requestId: 'raw' });
+      send(escapedFrame);
+      send({ type: 'message.send', threadId, content: blocks, requestId: 'blocks' });
+      const answered = () => frames.filter((frame) => frame.type === 'message.accepted' || frame.type === 'error');
+      await waitFor(() => answered().length >= 3, 20_000, 'an answer to each');
+      expect(answered().map((frame) => (frame.type === 'error' ? frame.code : frame.requestId)).sort()).toEqual(['blocks', 'escaped', 'raw']);
+      const answers = ['raw', 'escaped', 'blocks'].map((requestId) => frameFor(frames, requestId)!);
+      await waitFor(() => answers.every((answer) => runEnded(frames, answer.runId)), 60_000, 'their runs');
+      socket.close();
+      const history = await server.request('GET', `/api/threads/${threadId}/history?limit=100`);
+      const stored = new Map(history.body.messages.map((message: Frame) => [message.id, message.content]));
+      expect(answers.map((answer) => stored.get(answer.messageId))).toEqual([cjk, emoji, blocks]);
+
+      // I12: as large a frame into another user's thread is read, and refused as that: never accepted.
+      const bob = await openSocket(server, BOB.token);
+      bob.send(escapedFrame);
+      await waitFor(() => bob.frames.length > 0, 10_000, "the answer to bob's frame");
+      bob.socket.close();
+      expect(bob.frames).toEqual([expect.objectContaining({ type: 'error', code: 'THREAD_NOT_FOUND', threadId, requestId: 'escaped' })]);
+      expect((await server.request('GET', `/api/threads/${threadId}/history?limit=100`)).body.messages).toHaveLength(history.body.messages.length);
+    });
+
+    it('a frame of the limit\'s size (the HTTP body limit and room for the frame\'s fields) is read; one byte more is refused with BODY_TOO_LARGE, and the connection goes on', async () => {
+      const threadId = await newThread();
+      const limit = maxFrameBytes(server.app.initialConfig.bodyLimit!);
+      expect(limit).toBeGreaterThan(server.app.initialConfig.bodyLimit!);
+      const frame = (size: number, requestId: string) => {
+        const json = JSON.stringify({ type: 'message.send', threadId, content: 'padded', requestId });
+        return `${json.slice(0, -1)}${' '.repeat(size - Buffer.byteLength(json))}}`; // JSON whitespace, up to the size
+      };
+      const { socket, frames, send } = await openSocket(server, ALICE.token);
+      send(frame(limit + 1, 'over'));
+      send(frame(limit, 'at'));
+      await waitFor(() => frames.some((item) => item.type === 'error') && frameFor(frames, 'at') !== undefined, 20_000, 'both answered');
+      expect(frames.find((item) => item.type === 'error')).toMatchObject({ code: 'BODY_TOO_LARGE', message: `frames are limited to ${limit} bytes` });
+      const accepted = frameFor(frames, 'at')!;
+      expect(accepted).toMatchObject({ type: 'message.accepted', threadId });
+      await waitFor(() => runEnded(frames, accepted.runId), 20_000, 'its run');
+      socket.close();
+      const history = await server.request('GET', `/api/threads/${threadId}/history`);
+      expect(history.body.messages.filter((message: Frame) => message.role === 'user').map((message: Frame) => message.content)).toEqual(['padded']);
     });
   });
 }
