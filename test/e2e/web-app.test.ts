@@ -1358,7 +1358,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
             frames.push(frame);
             if (frame.type !== 'message.send' || !refuseNext) return server.send(message);
             refuseNext = false;
-            ws.send(JSON.stringify({ type: 'error', at: new Date().toISOString(), code: 'RUN_CANCELLED', message: 'the server is stopping', threadId }));
+            ws.send(JSON.stringify({ type: 'error', at: new Date().toISOString(), code: 'RUN_CANCELLED', message: 'the server is stopping', threadId, requestId: frame.requestId }));
           });
         }),
       );
@@ -1386,6 +1386,44 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
       await log.locator('article.assistant', { hasText: 'a message refused once' }).waitFor();
       expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('a message refused once')]);
       expect(await box.inputValue()).toBe('');
+      await page.close();
+    });
+
+    it('an error that names no message on its way (a cancel that came too late) leaves a message on its way alone: it is not put back in the box', async () => {
+      const threadId = await thread({ title: 'Late cancel' });
+      let held: string | undefined;
+      let release: () => void = () => undefined;
+      let refuseOther: (() => void) | undefined;
+      const page = await openAs(ALICE.token, `#chat/${threadId}`, (opening) =>
+        // The page's WebSocket through the test: its message is held on the way, and meanwhile the server answers another frame with an error.
+        opening.routeWebSocket(/\/api\/ws/, (ws) => {
+          const server = ws.connectToServer();
+          refuseOther = () => ws.send(JSON.stringify({ type: 'error', at: new Date().toISOString(), code: 'RUN_NOT_FOUND', message: 'no run "gone"' }));
+          release = () => server.send(held!);
+          ws.onMessage((message) => {
+            const frame = JSON.parse(String(message)) as Json;
+            if (frame.type === 'message.send' && held === undefined) held = String(message);
+            else server.send(message);
+          });
+        }),
+      );
+      const box = page.getByRole('textbox', { name: 'Message' });
+      const log = page.getByRole('log', { name: 'Conversation' });
+      await box.fill('a message on its way');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await log.locator('article.pending', { hasText: 'a message on its way' }).waitFor();
+      refuseOther!();
+      await page.getByRole('alert').filter({ hasText: 'RUN_NOT_FOUND' }).waitFor();
+      expect(await page.getByRole('alert').filter({ hasText: 'Your message was not sent' }).count()).toBe(0);
+      expect(await box.inputValue()).toBe('');
+      expect(await log.locator('article.pending', { hasText: 'a message on its way' }).count()).toBe(1);
+      // It goes on: it lands once, and is answered.
+      release();
+      await log.locator('article.assistant', { hasText: 'a message on its way' }).waitFor();
+      expect(await log.locator('article.user').allTextContents()).toEqual([expect.stringContaining('a message on its way')]);
+      expect(await log.locator('article.pending').count()).toBe(0);
+      // What told the two apart: the message went out named.
+      expect(JSON.parse(held!)).toMatchObject({ type: 'message.send', content: 'a message on its way', requestId: expect.any(String) });
       await page.close();
     });
 

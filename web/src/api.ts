@@ -93,6 +93,15 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   return parsed as T;
 }
 
+/**
+ * A fresh id for a request the server echoes (a message.send's `requestId`). Not
+ * crypto.randomUUID: it exists only in a secure context, and the app may be served over
+ * plain http on a local network.
+ */
+export function newRequestId(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
 export type ClientFrame =
   | { type: 'thread.subscribe'; threadId: string; afterEventId?: number }
   | { type: 'thread.unsubscribe'; threadId: string }

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { api, ApiError, type Agent, type ClientFrame, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
+import { api, ApiError, newRequestId, type Agent, type ClientFrame, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
 import { ActionButton, AgentSelect, ErrorNote, useOnline } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
@@ -624,10 +624,11 @@ function Conversation({
           onActivity();
           break;
         case 'error': {
-          // The server refused a frame. With a message on its way, that message (the oldest):
-          // it goes back in the box to be changed and sent again, and no Retry (sending the
-          // same again would be refused the same way).
-          const refused = waitingRef.current[0];
+          // The server refused a frame. One of a message on its way names it (its requestId):
+          // that message goes back in the box to be changed and sent again, and no Retry
+          // (sending the same again would be refused the same way). Any other error (a cancel
+          // that came too late) is only said: it refused none of the messages on their way.
+          const refused = waitingRef.current.find((entry) => entry.frame.type === 'message.send' && event.requestId !== undefined && entry.frame.requestId === event.requestId);
           if (refused) {
             setPending((current) => current.filter((entry) => entry.key !== refused.key));
             setText((current) => (current.trim() ? `${refused.content}\n${current}` : refused.content));
@@ -686,7 +687,8 @@ function Conversation({
     // Writing is taking part: the view goes to the newest messages and follows the reply.
     jumpToNewest();
     const before = new Set(messages.filter((message) => message.role === 'user' && textOf(message.content) === trimmed).map((message) => message.id));
-    const frame: ClientFrame = { type: 'message.send', threadId: thread.id, content: trimmed };
+    // Named, so that the server's refusal of it (an error with its requestId) is told from any other.
+    const frame: ClientFrame = { type: 'message.send', threadId: thread.id, content: trimmed, requestId: newRequestId() };
     setPending((current) => [...current, { key: ++pendingKeys, content: trimmed, frame, before }]);
     live.send(frame); // with the connection lost, it waits and goes out once the connection is back
     return true;
