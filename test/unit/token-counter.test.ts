@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
-import { TokenCounter } from '../../src/agent/context/token-counter.js';
+import { LONG_PIECE, TokenCounter } from '../../src/agent/context/token-counter.js';
 import { seededRandom as random } from '../helpers/seeded-random.js';
 
 const PARTS = ['hello', ' world', '  ', '\n', '\n\n', '\r\n', ' \n ', '\t', "'s", "'LL", 'don\'t', '12345', ' 7', '3.14', '!!', ' ?!', '...', 'é', 'naïve', '日本語', ' 😀', '😀😀', '<|endoftext|>', '<|fim_prefix|>', '{"a":1}', ' kalomine', 'strablegeron', 'x', ' ', '   \n\n  ', 'ÄÖÜ', '\u00a0', '--', '`code`'];
@@ -54,5 +54,38 @@ describe('token counts (I14)', () => {
     counter.message(cut);
     const shorter = new AIMessage({ id: 'm-2', content: 'one two' });
     expect(counter.message(shorter).tokens).toBe(fresh().message(shorter).tokens);
+  });
+
+  describe('an unbroken run of letters (the encoder takes time that grows with the square of a piece)', () => {
+    const RUNS = { cjk: '字'.repeat(300), latin: 'x'.repeat(600), emoji: '😀a'.repeat(200), mixed: `Intro: ${'的是不了人我在有他这'.repeat(30)}. Done.` };
+
+    it('is never handed to the encoder whole, counted or cut: a 100,000-character message costs time in proportion to its length', () => {
+      const encode = vi.spyOn(Tiktoken.prototype, 'encode');
+      try {
+        const counter = new TokenCounter();
+        const message = '字'.repeat(100_000);
+        expect(counter.text(message)).toBeGreaterThanOrEqual(100_000 / 2);
+        expect(counter.truncate(`${'x'.repeat(50_000)} tail`, 10)).toBe('x'.repeat(80));
+        expect(encode).toHaveBeenCalled();
+        const longest = Math.max(...encode.mock.calls.map(([text]) => [...String(text)].length));
+        expect(longest).toBeLessThanOrEqual(LONG_PIECE);
+      } finally {
+        encode.mockRestore();
+      }
+    });
+
+    it('counts at least the encoder\'s own count and at most a token more per chunk; a cut keeps a prefix of the text', () => {
+      const encoder = new Tiktoken(cl100kBase);
+      const counter = new TokenCounter();
+      for (const [name, text] of Object.entries(RUNS)) {
+        const exact = encoder.encode(text, [], []).length;
+        const counted = counter.text(text);
+        expect(counted, name).toBeGreaterThanOrEqual(exact);
+        expect(counted, name).toBeLessThanOrEqual(exact + Math.ceil([...text].length / 16));
+        const cut = counter.truncate(text, 25);
+        expect(text.startsWith(cut), name).toBe(true);
+        expect(counter.text(cut), name).toBeLessThanOrEqual(25);
+      }
+    });
   });
 });

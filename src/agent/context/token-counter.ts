@@ -95,14 +95,56 @@ function countPieces(text: string): number {
     const piece = match[0];
     let count = pieceCounts.get(piece);
     if (count === undefined) {
-      if (!isOnePiece(piece)) return encoder().encode(text, [], []).length;
-      count = encoder().encode(piece, [], []).length;
+      if (piece.length > LONG_PIECE) count = chunksOf(piece).reduce((sum, chunk) => sum + countPieces(chunk), 0);
+      else if (!isOnePiece(piece)) return encodeBounded(text).length;
+      else count = encoder().encode(piece, [], []).length;
       if (pieceCounts.size >= MAX_PIECES) pieceCounts.clear();
       pieceCounts.set(piece, count);
     }
     total += count;
   }
   return total;
+}
+
+/**
+ * Pieces longer than this are encoded in chunks of CHUNK characters.
+ *
+ * Why: js-tiktoken's byte-pair merge takes time that grows with the square of a piece's
+ * length, and blocks the event loop: an unbroken run of letters (CJK text without
+ * punctuation, a repeated letter, a long token-like string) of 8,000 characters took 4.5 s
+ * (x) to 33 s (CJK), and the 100,000 characters a message may hold about an hour. Encoded
+ * in chunks, a run costs time in proportion to its length (100,000 CJK characters: ~0.4 s;
+ * `npx tsx bench/token-count-runs.ts` prints it). A chunk boundary can only lose a merge
+ * across it, so such a run may count a token more per chunk than the encoder would: an
+ * over-count, which fits a model call more tightly, never over its budget, and which the
+ * provider's reported usage corrects. Words, numbers and code are far shorter than this
+ * and keep their exact count.
+ */
+export const LONG_PIECE = 48;
+const CHUNK = 16;
+
+/** The piece in chunks of CHUNK code points (a surrogate pair is never split). */
+function chunksOf(piece: string): string[] {
+  const chunks: string[] = [];
+  let chunk = '';
+  let points = 0;
+  for (const point of piece) {
+    chunk += point;
+    if (++points === CHUNK) {
+      chunks.push(chunk);
+      chunk = '';
+      points = 0;
+    }
+  }
+  if (chunk !== '') chunks.push(chunk);
+  return chunks;
+}
+
+/** The encoder's tokens of a text, exactly, unless it holds a piece longer than LONG_PIECE: that piece's are its chunks'. */
+function encodeBounded(text: string): number[] {
+  const pieces = Array.from(text.matchAll(piecePattern), (match) => match[0]);
+  if (pieces.every((piece) => piece.length <= LONG_PIECE)) return encoder().encode(text, [], []);
+  return pieces.flatMap((piece) => (piece.length <= LONG_PIECE ? [piece] : chunksOf(piece)).flatMap((part) => encoder().encode(part, [], [])));
 }
 
 function isOnePiece(piece: string): boolean {
@@ -198,9 +240,12 @@ export class TokenCounter {
 
   /** The first `maxTokens` tokens of a text. */
   truncate(text: string, maxTokens: number): string {
-    const tokens = encoder().encode(text, [], []);
+    const tokens = encodeBounded(text);
     if (tokens.length <= maxTokens) return text;
-    return encoder().decode(tokens.slice(0, Math.max(0, maxTokens)));
+    let cut = encoder().decode(tokens.slice(0, Math.max(0, maxTokens)));
+    // A token can end inside a character's bytes (an emoji is several): drop the partial character.
+    while (cut.endsWith('\uFFFD') && !text.startsWith(cut)) cut = cut.slice(0, -1);
+    return cut;
   }
 
   message(message: BaseMessage): MessageTokens {
