@@ -38,10 +38,28 @@ const authTokensSchema = z
     return tokens;
   });
 
+/**
+ * A whole-number setting. Settings arrive as text, and `Number()` reads a blank value as 0 and
+ * "0x50" as 80: `VIGIL_PORT=" "` listened on a random port and `VIGIL_SHUTDOWN_TIMEOUT_MS=" "`
+ * gave running turns no grace, silently. Only decimal digits (and a sign, so that a negative
+ * value is told it is too small) are read as a number.
+ */
+function wholeNumber(min: number, max: number) {
+  return z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, 'must be a whole number in decimal digits')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+/** The longest wait a Node timer takes: a longer one fires at once (TimeoutOverflowWarning). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 export const configSchema = z
   .object({
     VIGIL_HOST: z.string().min(1).default('127.0.0.1'),
-    VIGIL_PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+    VIGIL_PORT: wholeNumber(0, 65535).default(8787),
     VIGIL_DATA_DIR: z.string().min(1).default('./data'),
     DATABASE_URL: z
       .string()
@@ -60,22 +78,23 @@ export const configSchema = z
       .optional()
       .transform((value) => (value ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin.length > 0))
       .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each origin is * or scheme://host[:port]'))),
-    VIGIL_BODY_LIMIT: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+    VIGIL_BODY_LIMIT: wholeNumber(1024, 50 * 1024 * 1024).default(1024 * 1024),
     // Prometheus metrics on a port of their own (no auth there: bind it where only scrapers reach).
-    VIGIL_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    VIGIL_METRICS_PORT: wholeNumber(0, 65535).optional(),
     // OpenTelemetry's own variable names, so an operator's usual setup applies.
     OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
     OTEL_SERVICE_NAME: z.string().min(1).max(128).default('vigil'),
-    VIGIL_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-    VIGIL_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-    VIGIL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+    VIGIL_SHUTDOWN_TIMEOUT_MS: wholeNumber(0, 600_000).default(10_000),
+    VIGIL_RETENTION_DAYS: wholeNumber(1, 3650).default(30),
+    // A model call's timeout (and stall timer): a Node timer, so no longer than one can wait.
+    VIGIL_MODEL_TIMEOUT_MS: wholeNumber(1000, MAX_TIMER_MS).default(120_000),
     // The context budget of agents that set none; unset = the model's window where known, else 32,000.
-    VIGIL_CONTEXT_TOKENS: z.coerce.number().int().min(1000).max(10_000_000).optional(),
-    VIGIL_SCHEDULE_MISSED_GRACE_MS: z.coerce.number().int().min(100).default(60_000),
+    VIGIL_CONTEXT_TOKENS: wholeNumber(1000, 10_000_000).optional(),
+    VIGIL_SCHEDULE_MISSED_GRACE_MS: wholeNumber(100, Number.MAX_SAFE_INTEGER).default(60_000),
     // How often each instance looks for runs a dead process left `running` (and once at start).
-    VIGIL_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+    VIGIL_RUN_SWEEP_INTERVAL_MS: wholeNumber(100, 3_600_000).default(30_000),
     // Due timers (follow-ups, check-ins, schedule fires) this instance runs at once, and claims per round trip (SQLite and PostgreSQL).
-    VIGIL_TIMER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
+    VIGIL_TIMER_CONCURRENCY: wholeNumber(1, 256).default(32),
     // Names this instance in /readyz and the logs; unset = a random id per start.
     VIGIL_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, . _ or -').optional(),
     // Planner agents' stdio MCP servers are processes on this machine: only these commands may start.

@@ -34,6 +34,21 @@ describe('config', () => {
     expect(configError({ VIGIL_MODEL: 'anthropic:claude-sonnet-4-5' })).toContain('ANTHROPIC_API_KEY');
   });
 
+  it('reads a number setting from decimal digits only: a blank or hexadecimal value is refused, not read as 0 or 80', () => {
+    // Number(' ') is 0: a blank port listened on a random one, a blank grace period gave none.
+    expect(configError({ VIGIL_PORT: ' ' })).toContain('VIGIL_PORT: must be a whole number');
+    expect(configError({ VIGIL_SHUTDOWN_TIMEOUT_MS: '\t' })).toContain('VIGIL_SHUTDOWN_TIMEOUT_MS: must be a whole number');
+    expect(configError({ VIGIL_METRICS_PORT: '0x50' })).toContain('VIGIL_METRICS_PORT: must be a whole number');
+    expect(configError({ VIGIL_BODY_LIMIT: '1e6' })).toContain('VIGIL_BODY_LIMIT: must be a whole number');
+    expect(configError({ VIGIL_PORT: '-1' })).toContain('VIGIL_PORT: Too small');
+    expect(loadConfig({ VIGIL_PORT: ' 9000 ', VIGIL_TIMER_CONCURRENCY: '4' })).toMatchObject({ port: 9000, timerConcurrency: 4 });
+  });
+
+  it('refuses a model timeout longer than a Node timer can wait (it fired at once: every model call failed as stalled)', () => {
+    expect(configError({ VIGIL_MODEL_TIMEOUT_MS: '5000000000' })).toContain('VIGIL_MODEL_TIMEOUT_MS: Too big');
+    expect(loadConfig({ VIGIL_MODEL_TIMEOUT_MS: '2147483647' }).modelTimeoutMs).toBe(2_147_483_647);
+  });
+
   it('I12: refuses a non-loopback host without tokens, allows it with them', () => {
     expect(configError({ VIGIL_HOST: '0.0.0.0' })).toContain('VIGIL_HOST');
     const config = loadConfig({ VIGIL_HOST: '0.0.0.0', VIGIL_AUTH_TOKENS: 'alice:aaaaaaaaaaaaaaaa,bob:bbbbbbbbbbbbbbbb' });
