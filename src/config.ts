@@ -33,7 +33,20 @@ const authTokensSchema = z
         context.addIssue({ code: 'custom', message: `the token of "${user}" is shorter than 16 characters` });
         return z.NEVER;
       }
+      // A token names one user: given to two, the later silently took it, and the first
+      // user's requests were served as the second's (I12).
+      const holder = tokens.get(token);
+      if (holder !== undefined && holder !== user) {
+        context.addIssue({ code: 'custom', message: `"${holder}" and "${user}" have the same token; each user needs a token of their own` });
+        return z.NEVER;
+      }
       tokens.set(token, user);
+    }
+    // Set but naming nobody (",", a template left empty): the server would run without
+    // auth, one local user, which is not what setting it asked for.
+    if (tokens.size === 0) {
+      context.addIssue({ code: 'custom', message: 'names no "user:token" pair (leave it unset for one local user without tokens)' });
+      return z.NEVER;
     }
     return tokens;
   });

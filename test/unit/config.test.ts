@@ -49,6 +49,15 @@ describe('config', () => {
     expect(loadConfig({ VIGIL_MODEL_TIMEOUT_MS: '2147483647' }).modelTimeoutMs).toBe(2_147_483_647);
   });
 
+  it('I12: refuses a token given to two users (the later took it over), and a token list naming nobody (auth silently off)', () => {
+    expect(configError({ VIGIL_AUTH_TOKENS: 'alice:0123456789abcdef,bob:0123456789abcdef' })).toContain('"alice" and "bob" have the same token');
+    expect(configError({ VIGIL_AUTH_TOKENS: ',,' })).toContain('VIGIL_AUTH_TOKENS: names no "user:token" pair');
+    expect(configError({ VIGIL_AUTH_TOKENS: ' , ', VIGIL_HOST: '0.0.0.0' })).toContain('VIGIL_AUTH_TOKENS');
+    // One user with two tokens (a rotation) stays allowed.
+    const rotating = loadConfig({ VIGIL_AUTH_TOKENS: 'alice:0123456789abcdef,alice:fedcba9876543210' });
+    expect([...rotating.authTokens.values()]).toEqual(['alice', 'alice']);
+  });
+
   it('I12: refuses a non-loopback host without tokens, allows it with them', () => {
     expect(configError({ VIGIL_HOST: '0.0.0.0' })).toContain('VIGIL_HOST');
     const config = loadConfig({ VIGIL_HOST: '0.0.0.0', VIGIL_AUTH_TOKENS: 'alice:aaaaaaaaaaaaaaaa,bob:bbbbbbbbbbbbbbbb' });
