@@ -134,7 +134,7 @@ const systemClock: Clock = { now: () => new Date() };
 
 /** The composition root: the only place that constructs adapters. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const bundle = options.logger ? { logger: options.logger, withLogContext: options.withLogContext ?? ((_fields, work) => work()) } : createLogger(config.logLevel);
+  const bundle = options.logger ? { logger: options.logger, withLogContext: options.withLogContext ?? ((_fields, work) => work()) } : createLogger(config.logLevel, undefined, { secrets: configuredSecrets(config) });
   const { logger } = bundle;
   const clock = options.clock ?? systemClock;
   const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, postgresSchema: config.databaseSchema, logger });
@@ -512,6 +512,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 function required<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`${what} used before the server finished starting`);
   return value;
+}
+
+/** Every secret the settings hold: no log line may carry one (see createLogger). */
+function configuredSecrets(config: Config): string[] {
+  const candidates = [config.openaiApiKey, config.anthropicApiKey, config.secretsKey, config.telegram?.botToken, config.telegram?.webhookSecret, ...config.authTokens.keys()];
+  return candidates.filter((secret): secret is string => secret !== undefined);
 }
 
 /** The model resolver for these settings (the server, and `vigil doctor`'s test call). */

@@ -21,6 +21,8 @@ export interface FakeTelegramOptions {
   onePoller?: boolean;
   botId?: number;
   username?: string;
+  /** Methods whose requests are cut off unanswered (the connection is destroyed): a network failure as the bot sees it. */
+  hangUp?: readonly string[];
 }
 
 interface Waiter {
@@ -128,6 +130,10 @@ export class FakeTelegram {
     if (token !== this.options.token) return reply(response, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
     const payload = body ? (JSON.parse(body) as Record<string, any>) : {};
     this.calls.push({ method, payload, at: Date.now() });
+    if (this.options.hangUp?.includes(method)) {
+      request.socket.destroy();
+      return;
+    }
     switch (method) {
       case 'getMe':
         return reply(response, 200, { ok: true, result: { id: this.botId, is_bot: true, first_name: 'Vigil Test', username: this.options.username ?? 'vigil_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } });

@@ -24,11 +24,12 @@ export interface LoggerBundle {
  *   them, and the call's fields when the logger's bindings do (the bound value is the
  *   one the child logger was made for).
  */
-export function createLogger(level: string, destination?: DestinationStream): LoggerBundle {
+export function createLogger(level: string, destination?: DestinationStream, options: { secrets?: readonly (string | undefined)[] } = {}): LoggerBundle {
   const context = new AsyncLocalStorage<Readonly<Record<string, string>>>();
   // The keys the logger of the line being written has bound: the mixin reads them, the
   // merge strategy (called right after it, synchronously, for the same line) uses them.
   let boundKeys: ReadonlySet<string> = new Set();
+  const scrub = secretScrubber(options.secrets ?? []);
   const logger = pino(
     {
       level,
@@ -57,11 +58,32 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         res: (reply: { statusCode?: number }) => ({ statusCode: reply.statusCode }),
       },
       redact: { paths: ['*.authorization', '*.headers.authorization', '*.apiKey', '*.token'], censor: '[redacted]' },
+      ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
     },
     destination,
   );
   const withLogContext: LogContextRunner = (fields, work) => context.run(Object.freeze({ ...fields }), work);
   return { logger, withLogContext };
+}
+
+/**
+ * The configured secrets (bot token, API keys, bearer tokens, …) out of every line, whatever
+ * field carries them. Redact paths cannot reach them all: grammY's network error wraps
+ * node-fetch's, whose message holds the request URL, and a Bot API URL holds the bot token
+ * (`…/bot<token>/sendMessage`), so a failed send logged the token. Each secret is looked
+ * for as written and as JSON escapes it, in the finished line.
+ */
+function secretScrubber(secrets: readonly (string | undefined)[]): ((line: string) => string) | undefined {
+  // Shorter values are not secrets anyone configured (config requires 16+ for tokens and keys).
+  const forms = [...new Set(secrets.filter((secret): secret is string => secret !== undefined && secret.length >= 8).flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]))];
+  if (forms.length === 0) return undefined;
+  // Longest first: a secret that contains another is replaced whole.
+  forms.sort((first, second) => second.length - first.length);
+  return (line) => {
+    let scrubbed = line;
+    for (const form of forms) if (scrubbed.includes(form)) scrubbed = scrubbed.replaceAll(form, '[redacted]');
+    return scrubbed;
+  };
 }
 
 // Bindings are fixed when a child is made, so each logger's keys are read once.
