@@ -22,6 +22,7 @@ import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js'
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
 import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
 import { MIGRATIONS } from './adapters/sql/migrations/index.js';
+import { readPostgresMigrations, readSqliteMigrations } from './adapters/sql/schema-version.js';
 import { join } from 'node:path';
 import { openJobQueue, openThreadLocks } from './adapters/jobs/job-queue-factory.js';
 import { SqlTimerRepository } from './adapters/sql/timer-repository.js';
@@ -558,6 +559,19 @@ export async function migrateDatabase(config: Config, logger: Logger): Promise<D
   } finally {
     await storage.close();
   }
+}
+
+/**
+ * The configured database's schema version, read only: `vigil doctor` reports what is
+ * there, and never creates the database or migrates it (which it did, and then reported
+ * every database as up to date; its "run vigil migrate" could never show).
+ */
+export async function inspectDatabase(config: Config): Promise<DatabaseStatus> {
+  if (config.databaseUrl) {
+    return { kind: 'postgres', location: `schema ${config.databaseSchema}`, migrations: await readPostgresMigrations(config.databaseUrl, config.databaseSchema), known: MIGRATIONS.length };
+  }
+  const file = join(config.dataDir, SQLITE_FILE_NAME);
+  return { kind: 'sqlite', location: file, migrations: readSqliteMigrations(file), known: MIGRATIONS.length };
 }
 
 function packageVersion(): string {

@@ -1,6 +1,5 @@
 import { access, constants, mkdir } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import pino from 'pino';
 import { loadConfig, type Config } from '../config.js';
 import { isVigilError } from '../domain/errors.js';
 import { minimumNodeMajor, packageInfo } from '../package-info.js';
@@ -87,12 +86,17 @@ async function checkDataDir(config: Config): Promise<CheckResult> {
 }
 
 async function checkDatabase(config: Config): Promise<CheckResult> {
-  const { migrateDatabase } = await import('../main.js');
+  const { inspectDatabase } = await import('../main.js');
   try {
-    const status = await migrateDatabase(config, pino({ level: 'silent' }));
+    // Read only: a check never creates the database or migrates it.
+    const status = await inspectDatabase(config);
     const version = status.migrations.at(-1)?.version ?? 0;
+    const where = `${status.kind} (${status.location})`;
+    if (version === 0) {
+      return { name: 'database', status: 'ok', detail: `${where} ${status.kind === 'postgres' ? 'reachable, ' : ''}no vigil tables yet: the server creates them at start (or vigil migrate)` };
+    }
     const state = version === status.known ? 'up to date' : version > status.known ? `newer than this build (${status.known})` : `behind this build (${status.known})`;
-    return { name: 'database', status: version >= status.known ? 'ok' : 'fail', detail: `${status.kind} (${status.location}) reachable, schema version ${version}, ${state}`, fix: version >= status.known ? undefined : 'run vigil migrate' };
+    return { name: 'database', status: version >= status.known ? 'ok' : 'fail', detail: `${where} reachable, schema version ${version}, ${state}`, fix: version >= status.known ? undefined : 'run vigil migrate' };
   } catch (error) {
     return {
       name: 'database',

@@ -7,7 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
-import { randomSchemaName } from '../helpers/postgres.js';
+import { dropSchema, postgresTarget, randomSchemaName } from '../helpers/postgres.js';
+import { existsSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import { chat } from '../../src/cli/chat-command.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -107,6 +110,46 @@ describe('the vigil command', () => {
     expect(result.code, result.stdout).toBe(0);
     for (const check of ['node', 'settings', 'data directory', 'database', 'model']) expect(result.stdout).toMatch(new RegExp(`^ok +${check}:`, 'm'));
     expect(result.stdout).toContain('all checks passed');
+  });
+
+  it('doctor reads the schema version and changes nothing: no database made, none migrated (SQLite)', async () => {
+    const fresh = await makeTempDir();
+    onTestFinished(() => removeTempDir(fresh));
+    const untouched = vigil(['doctor', '--no-model-call'], { VIGIL_DATA_DIR: fresh });
+    expect(untouched.code, untouched.stdout).toBe(0);
+    expect(untouched.stdout).toMatch(/^ok +database: sqlite .*no vigil tables yet/m);
+    expect(existsSync(join(fresh, 'vigil.sqlite'))).toBe(false);
+    // A database a version behind this build: doctor says so (and how to fix it), and leaves it behind.
+    expect(vigil(['migrate'], { VIGIL_DATA_DIR: fresh }).code).toBe(0);
+    const file = join(fresh, 'vigil.sqlite');
+    const database = new DatabaseSync(file);
+    const latest = database.prepare('SELECT max(version) AS version FROM vigil_migrations').get() as { version: number };
+    database.prepare('DELETE FROM vigil_migrations WHERE version = ?').run(latest.version);
+    database.close();
+    const behind = vigil(['doctor', '--no-model-call'], { VIGIL_DATA_DIR: fresh });
+    expect(behind.code).toBe(1);
+    expect(behind.stdout).toMatch(new RegExp(`^FAIL +database: .*schema version ${latest.version - 1}, behind this build \\(${latest.version}\\)`, 'm'));
+    expect(behind.stdout).toContain('fix: run vigil migrate');
+    const after = new DatabaseSync(file, { readOnly: true });
+    expect((after.prepare('SELECT max(version) AS version FROM vigil_migrations').get() as { version: number }).version).toBe(latest.version - 1);
+    after.close();
+  });
+
+  it('doctor changes nothing on PostgreSQL either: a schema it finds empty stays uncreated', async (context) => {
+    const target = await postgresTarget();
+    if (!target.available) return context.skip(`PostgreSQL did not answer: ${target.problem}`);
+    const schema = randomSchemaName('vigil_doctor');
+    onTestFinished(() => dropSchema(schema));
+    const result = vigil(['doctor', '--no-model-call'], { DATABASE_URL: target.url, VIGIL_DATABASE_SCHEMA: schema });
+    expect(result.code, result.stdout).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^ok +database: postgres \\(schema ${schema}\\) reachable, no vigil tables yet`, 'm'));
+    const client = new pg.Client({ connectionString: target.url });
+    await client.connect();
+    try {
+      expect((await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])).rowCount).toBe(0);
+    } finally {
+      await client.end();
+    }
   });
 
   it('doctor names a failing check with its fix and exits non-zero', () => {
