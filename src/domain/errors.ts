@@ -42,6 +42,7 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, description: 'The request body is not application/json.' },
   HOOK_TASK_NOT_STORED: { status: 503, description: "The webhook delivery's run ended before its task was stored (storage failed, or the thread could not be run); nothing was accepted. Retry." },
   RUN_CANCELLED: { status: 499, description: 'The run was cancelled before it finished.' },
+  DATABASE_UNAVAILABLE: { status: 503, description: 'The database does not answer: this instance is not ready (GET /readyz). It recovers on its own once the database is back.' },
   SERVER_STOPPING: { status: 503, description: 'The server stopped before this request was done. Send it again (another instance, or this one once it is back).' },
   INTERNAL: { status: 500, description: 'An unexpected server error; the log has the details.' },
   MODEL_ERROR: { status: 502, description: 'The model provider failed or returned an unusable answer.' },

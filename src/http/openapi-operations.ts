@@ -18,7 +18,7 @@ export interface OperationDoc {
 
 export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /healthz': { id: 'getHealth', summary: 'Liveness: the process answers', public: true },
-  'GET /readyz': { id: 'getReadiness', summary: 'Readiness: the database answers; the model in use; this instance (id, database, queue, singleton roles held)', public: true },
+  'GET /readyz': { id: 'getReadiness', summary: 'Readiness: the database answers (else 503 DATABASE_UNAVAILABLE); the model in use; this instance (id, database, queue, singleton roles held)', public: true, errors: [503] },
   'GET /metrics': { id: 'getMetrics', summary: 'Prometheus metrics' },
   'POST /api/agents': { id: 'createAgent', summary: 'Create an agent', errors: [409] },
   'GET /api/agents': { id: 'listAgents', summary: 'List your agents' },

@@ -167,7 +167,11 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
       },
     },
     async () => {
-      await deps.ping();
+      // Not ready is an answer, not a fault: 503 with its own code, so a probe or a person
+      // tells "the database is gone" from a bug (it was 500 INTERNAL).
+      await deps.ping().catch((error: unknown) => {
+        throw new VigilError('DATABASE_UNAVAILABLE', 'not ready: the database does not answer', { cause: error });
+      });
       return { status: 'ready' as const, storage: deps.storageKind, model: deps.model.label, demo: deps.model.demo, ...(deps.instance ? { instance: deps.instance() } : {}) };
     },
   );
