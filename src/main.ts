@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
@@ -49,7 +50,7 @@ import { SqlScheduleRepository } from './adapters/sql/schedule-repository.js';
 import { readFromStorage } from './adapters/sql/checkpoint-cache.js';
 import { ScheduleRunner } from './app/schedules/schedule-runner.js';
 import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
-import { measureCheckpointWrites, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
+import { measureCheckpointWrites, modelCallObservers, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
 import { autonomyDecisionOf } from './app/autonomy-decision-label.js';
 import { RetentionJob } from './app/retention.js';
 import { OrphanedRunSweeper } from './app/runs/orphaned-run-sweeper.js';
@@ -152,7 +153,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
     const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
-    const models = observeModels(options.models ?? buildModels(config, options.demoTokenDelayMs ?? 0), metrics);
+    const models = options.models ? observeModels(options.models, metrics) : buildModels(config, options.demoTokenDelayMs ?? 0, modelCallObservers(metrics));
     models(config.model); // fail at start-up, not at the first message, on a bad model setting
     const demo = config.model === 'demo';
     if (demo) logger.warn({ model: modelLabel('demo') }, 'No model configured (VIGIL_MODEL): the offline DEMO model answers. Its replies are canned and labelled as demo.');
@@ -522,8 +523,9 @@ function configuredSecrets(config: Config): string[] {
 }
 
 /** The model resolver for these settings (the server, and `vigil doctor`'s test call). */
-export function buildModels(config: Config, demoTokenDelayMs = 0): ChatModelResolver {
+export function buildModels(config: Config, demoTokenDelayMs = 0, callbacks?: (spec: string) => BaseCallbackHandler[]): ChatModelResolver {
   return createModelFactory({
+    ...(callbacks ? { callbacks } : {}),
     openaiApiKey: config.openaiApiKey,
     openaiBaseUrl: config.openaiBaseUrl,
     anthropicApiKey: config.anthropicApiKey,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { ScriptedOpenAiServer } from '../helpers/openai-server.js';
 
 /** One sample's value from a Prometheus exposition, or undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -77,6 +78,37 @@ export function metricsSuite(backend: () => Backend): void {
       expect(response.status).toBe(200);
       await response.text();
       await waitFor(async () => sample(await scrape(), 'vigil_active_streams', { kind: 'sse' }) === 0, 10_000, 'the stream gauge to drop back');
+    });
+  });
+
+  describe('model calls of an OpenAI-compatible model, on an agent with tools', () => {
+    let model: ScriptedOpenAiServer;
+    let server: TestServer;
+    beforeAll(async () => {
+      model = await ScriptedOpenAiServer.start();
+      server = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } });
+    });
+    afterAll(async () => {
+      await server?.destroy();
+      await model?.close();
+    });
+
+    it('are counted, with their tokens and errors (ChatOpenAI binding tools made a model without the observer: none were)', async () => {
+      const thread = await server.request('POST', '/api/threads', { body: {} });
+      model.script({ text: 'counted', usage: { prompt_tokens: 40, completion_tokens: 3 } }, { status: 500, errorMessage: 'the provider broke' });
+      const answered = await server.request('POST', `/api/threads/${thread.body.id}/messages`, { body: { content: 'count this call' } });
+      expect(answered.body.run.status).toBe('succeeded');
+      // The call really went out with tools bound (the path that lost the observer).
+      expect(model.requests[0]?.body.tools?.length ?? 0).toBeGreaterThan(0);
+      const failed = await server.request('POST', `/api/threads/${thread.body.id}/messages`, { body: { content: 'and this failure' } });
+      expect(failed.body.run.status).toBe('failed');
+      const text = (await server.request('GET', '/metrics')).text;
+      const labels = { provider: 'openai', model: 'scripted' };
+      expect(sample(text, 'vigil_model_call_duration_seconds_count', { ...labels, outcome: 'ok' })).toBe(1);
+      expect(sample(text, 'vigil_model_call_duration_seconds_count', { ...labels, outcome: 'error' })).toBe(1);
+      expect(sample(text, 'vigil_model_errors_total', labels)).toBe(1);
+      expect(sample(text, 'vigil_model_tokens_total', { ...labels, direction: 'input' })).toBe(40);
+      expect(sample(text, 'vigil_model_tokens_total', { ...labels, direction: 'output' })).toBe(3);
     });
   });
 

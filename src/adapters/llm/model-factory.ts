@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
@@ -11,6 +12,13 @@ export interface ModelFactoryOptions {
   timeoutMs: number;
   /** Streaming pace of the demo model; 0 in tests. */
   demoTokenDelayMs?: number;
+  /**
+   * Callbacks every call of a spec's model reports to (the metrics' observer). Given at
+   * construction, not set on the instance afterwards: ChatOpenAI's bindTools makes a new
+   * ChatOpenAI from its constructor fields, so a callback set later was not on the model
+   * an agent with tools called.
+   */
+  callbacks?: (spec: string) => BaseCallbackHandler[];
 }
 
 export type ModelFactory = (spec: string) => BaseChatModel;
@@ -32,7 +40,8 @@ export function createModelFactory(options: ModelFactoryOptions): ModelFactory {
 }
 
 function buildModel(spec: string, options: ModelFactoryOptions): BaseChatModel {
-  if (spec === 'demo') return new DemoChatModel({ tokenDelayMs: options.demoTokenDelayMs ?? 0 });
+  const callbacks = options.callbacks?.(spec);
+  if (spec === 'demo') return new DemoChatModel({ tokenDelayMs: options.demoTokenDelayMs ?? 0, ...(callbacks ? { callbacks } : {}) });
   const separator = spec.indexOf(':');
   const provider = spec.slice(0, separator);
   const name = spec.slice(separator + 1);
@@ -44,11 +53,12 @@ function buildModel(spec: string, options: ModelFactoryOptions): BaseChatModel {
       maxRetries: 0, // the run coordinator owns retries, so a failing model never multiplies calls
       streamUsage: true,
       configuration: options.openaiBaseUrl ? { baseURL: options.openaiBaseUrl } : {},
+      ...(callbacks ? { callbacks } : {}),
     });
   }
   if (separator > 0 && name && provider === 'anthropic') {
     if (!options.anthropicApiKey) throw new VigilError('CONFIG_INVALID', 'ANTHROPIC_API_KEY is required for anthropic models');
-    return new ChatAnthropic({ model: name, apiKey: options.anthropicApiKey, maxRetries: 0, clientOptions: { timeout: options.timeoutMs } });
+    return new ChatAnthropic({ model: name, apiKey: options.anthropicApiKey, maxRetries: 0, clientOptions: { timeout: options.timeoutMs }, ...(callbacks ? { callbacks } : {}) });
   }
   throw new VigilError('VALIDATION_FAILED', `unknown model "${spec}": use demo, openai:<model> or anthropic:<model>`);
 }

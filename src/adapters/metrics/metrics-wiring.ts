@@ -1,13 +1,30 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { Metrics } from '../../app/metrics.js';
 import type { ChatModelResolver } from '../../app/ports.js';
 import { ModelCallObserver, providerOf } from './model-call-observer.js';
 import type { PrometheusMetrics } from './prometheus-metrics.js';
 
-/** Each resolved model reports its calls (once per model instance: the factory caches them). */
+/**
+ * The callbacks a model built by vigil's factory is constructed with: its calls, time, tokens
+ * and errors, labelled with the spec's provider and model.
+ */
+export function modelCallObservers(metrics: Metrics): (spec: string) => BaseCallbackHandler[] {
+  return (spec) => {
+    const { provider, model } = providerOf(spec);
+    return [new ModelCallObserver(metrics, provider, model)];
+  };
+}
+
+/**
+ * Each model of a resolver given from outside (tests' fake models) reports its calls (once
+ * per model instance). Set on the instance: a model that copies itself from its constructor
+ * fields (ChatOpenAI's bindTools) loses it, so the server's own factory takes
+ * modelCallObservers at construction instead.
+ */
 export function observeModels(models: ChatModelResolver, metrics: Metrics): ChatModelResolver {
   const observed = new WeakSet<BaseChatModel>();
   return (spec) => {
