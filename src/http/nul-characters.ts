@@ -1,3 +1,5 @@
+import { VigilError } from '../domain/errors.js';
+
 /**
  * Whether any string in a request's parsed params, query or body (keys included) holds
  * U+0000. PostgreSQL's text cannot store it (SQLite can), so without a check at the door
@@ -23,4 +25,9 @@ export function containsNul(value: unknown): boolean {
     }
   }
   return false;
+}
+
+/** Refuses a request (HTTP or a WebSocket frame) any of whose values holds U+0000: 400 VALIDATION_FAILED, before anything is written. */
+export function refuseNul(...values: unknown[]): void {
+  if (values.some(containsNul)) throw new VigilError('VALIDATION_FAILED', 'text may not contain the NUL character (U+0000)');
 }

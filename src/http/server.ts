@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { HttpDependencies } from './http-dependencies.js';
 import { errorHandler, errorPayload, notFoundHandler, toVigilError } from './errors.js';
-import { containsNul } from './nul-characters.js';
+import { refuseNul } from './nul-characters.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { PATH_PARAM_MAX_LENGTH } from './schemas.js';
 import { VigilError } from '../domain/errors.js';
@@ -117,9 +117,7 @@ export async function buildHttpServer(deps: HttpDependencies): Promise<FastifyIn
 
   // Refused on both databases alike, before any handler writes or calls a model (nul-characters.ts).
   app.addHook('preValidation', async (request) => {
-    if (containsNul(request.params) || containsNul(request.query) || containsNul(request.body)) {
-      throw new VigilError('VALIDATION_FAILED', 'text may not contain the NUL character (U+0000)');
-    }
+    refuseNul(request.params, request.query, request.body);
   });
   if (deps.corsOrigins && deps.corsOrigins.length > 0) registerCors(app, deps.corsOrigins);
   app.addHook('onRequest', (request, reply, done) => {

@@ -8,11 +8,12 @@ import type { SendOptions } from '../app/conversation-service.js';
 import type { HttpDependencies } from './http-dependencies.js';
 import { toVigilError } from './errors.js';
 import { MESSAGE_MAX_JSON_BYTES } from './limits.js';
+import { refuseNul } from './nul-characters.js';
 import { ID_MAX_LENGTH, idParam, messageContentSchema } from './schemas.js';
 import { MAX_UNSENT_BYTES } from './sse.js';
 
 /** A client's name for its request: echoed on the request's acknowledgement and on its errors. */
-const requestIdSchema = z.string().max(128);
+const requestIdSchema = z.string().min(1).max(128).refine((id) => id.trim() !== '', 'a requestId may not be blank');
 
 /** What a client may send over /api/ws; every frame is validated, unknown fields refused. */
 export const clientFrameSchema = z.discriminatedUnion('type', [
@@ -95,6 +96,8 @@ class Connection {
       } catch (error) {
         throw new VigilError('MALFORMED_JSON', 'the frame is not valid JSON', { cause: error });
       }
+      // As at the HTTP door (nul-characters.ts): PostgreSQL's text cannot hold it.
+      refuseNul(parsed);
       const result = clientFrameSchema.safeParse(parsed);
       if (!result.success) {
         const details = result.error.issues.map((issue) => ({ path: `/${issue.path.join('/')}`, message: issue.message }));

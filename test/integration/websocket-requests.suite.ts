@@ -72,15 +72,20 @@ export function websocketRequestsSuite(backend: () => Backend): void {
       send({ type: 'message.send', threadId: 'no-such-thread', content: 'hi', requestId: 'nowhere' });
       send({ type: 'message.send', threadId, content: 'hi', requestId: 'r'.repeat(129) }); // too long to be an id: not echoed
       send({ type: 'message.send', threadId, content: 'hi', requestId: 42 });
-      await waitFor(() => frames.length >= 6, 10_000, 'an answer to every frame');
+      send({ type: 'message.send', threadId, content: 'hi', requestId: '' }); // blank: no name
+      send({ type: 'message.send', threadId, content: 'hi', requestId: '   ' });
+      // U+0000 is refused over the WebSocket as at the HTTP door (PostgreSQL's text cannot hold it).
+      send({ type: 'message.send', threadId, content: 'nul \u0000 inside', requestId: 'nul' });
+      await waitFor(() => frames.length >= 9, 10_000, 'an answer to every frame');
       socket.close();
 
       expect(frameFor(frames, 'empty')).toMatchObject({ type: 'error', code: 'VALIDATION_FAILED', threadId });
       expect(frameFor(frames, 'too-long')).toMatchObject({ type: 'error', code: 'VALIDATION_FAILED', threadId });
       expect(frameFor(frames, 'forged')).toMatchObject({ type: 'error', code: 'VALIDATION_FAILED', threadId });
       expect(frameFor(frames, 'nowhere')).toMatchObject({ type: 'error', code: 'THREAD_NOT_FOUND', threadId: 'no-such-thread' });
+      expect(frameFor(frames, 'nul')).toMatchObject({ type: 'error', code: 'VALIDATION_FAILED', threadId, message: expect.stringContaining('U+0000') });
       const unreadable = frames.filter((frame) => frame.requestId === undefined);
-      expect(unreadable).toHaveLength(2);
+      expect(unreadable).toHaveLength(4);
       expect(unreadable.every((frame) => frame.type === 'error' && frame.code === 'VALIDATION_FAILED' && frame.threadId === threadId)).toBe(true);
       expect(frames.filter((frame) => frame.type !== 'error')).toEqual([]);
       expect((await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).body.messages).toEqual([]);
