@@ -47,7 +47,9 @@ export const agentIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'low
 export const newAgentIdSchema = agentIdSchema.refine((id) => !DEFAULT_AGENT_ALIASES.has(id), {
   message: `${[...DEFAULT_AGENT_ALIASES].map((alias) => `"${alias}"`).join(' and ')} are reserved: in the LangGraph protocol they name your default agent`,
 });
-const modelSpec = z.string().regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
+/** A model's name is a provider's identifier: 200 characters is several times the longest in use. */
+export const MODEL_SPEC_MAX_LENGTH = 200;
+export const modelSpec = z.string().max(MODEL_SPEC_MAX_LENGTH).regex(/^(demo|openai:.+|anthropic:.+)$/, 'must be "demo", "openai:<model>" or "anthropic:<model>"');
 /** A list's `?limit`: a whole number from 1 to `max`, `fallback` when absent. */
 export const listLimit = (fallback: number, max: number) => z.coerce.number().int().min(1).max(max).default(fallback);
 

@@ -29,15 +29,25 @@ export type ModelFactory = (spec: string) => BaseChatModel;
  * `anthropic:<model>`. Models are cached per spec: they hold HTTP clients.
  */
 export function createModelFactory(options: ModelFactoryOptions): ModelFactory {
+  // Insertion order is recency: specs are written by users, so the cache keeps the most
+  // recently used MODEL_CACHE_SIZE and builds any other again when asked.
   const cache = new Map<string, BaseChatModel>();
   return (spec) => {
     const cached = cache.get(spec);
-    if (cached) return cached;
+    if (cached) {
+      cache.delete(spec);
+      cache.set(spec, cached);
+      return cached;
+    }
     const model = buildModel(spec, options);
+    if (cache.size >= MODEL_CACHE_SIZE) cache.delete(cache.keys().next().value!);
     cache.set(spec, model);
     return model;
   };
 }
+
+/** Models kept built (each holds an HTTP client); far more than the models a server's agents use at once. */
+export const MODEL_CACHE_SIZE = 64;
 
 function buildModel(spec: string, options: ModelFactoryOptions): BaseChatModel {
   const callbacks = options.callbacks?.(spec);

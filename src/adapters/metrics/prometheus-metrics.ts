@@ -2,6 +2,15 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Metrics } from '../../app/metrics.js';
 import type { QueueDepth } from '../../app/job-queue.js';
 
+/**
+ * Distinct (provider, model) label pairs kept; later ones are counted as model "other".
+ * Why: an agent's model is written by its user (`openai:<any name>`), and every label value
+ * is a series the registry holds for the process's life: without a bound, users could grow
+ * the metrics (and every scrape) without end.
+ */
+export const MAX_MODEL_SERIES = 64;
+export const OTHER_MODEL = 'other';
+
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 /**
@@ -16,6 +25,7 @@ export class PrometheusMetrics implements Metrics {
   readonly #modelCalls: Histogram<'provider' | 'model' | 'outcome'>;
   readonly #modelTokens: Counter<'provider' | 'model' | 'direction'>;
   readonly #modelErrors: Counter<'provider' | 'model'>;
+  readonly #modelSeries = new Set<string>();
   readonly #autonomy: Counter<'decision'>;
   readonly #timerLag: Histogram;
   readonly #streams: Gauge<'kind'>;
@@ -60,11 +70,20 @@ export class PrometheusMetrics implements Metrics {
   }
 
   modelCall(sample: { provider: string; model: string; outcome: 'ok' | 'error'; seconds: number; inputTokens?: number; outputTokens?: number }): void {
-    const labels = { provider: sample.provider, model: sample.model };
+    const labels = { provider: sample.provider, model: this.#modelLabel(sample.provider, sample.model) };
     this.#modelCalls.observe({ ...labels, outcome: sample.outcome }, sample.seconds);
     if (sample.outcome === 'error') this.#modelErrors.inc(labels);
     if (sample.inputTokens) this.#modelTokens.inc({ ...labels, direction: 'input' }, sample.inputTokens);
     if (sample.outputTokens) this.#modelTokens.inc({ ...labels, direction: 'output' }, sample.outputTokens);
+  }
+
+  /** The model's own name while fewer than MAX_MODEL_SERIES pairs are kept, else OTHER_MODEL. */
+  #modelLabel(provider: string, model: string): string {
+    const key = JSON.stringify([provider, model]);
+    if (this.#modelSeries.has(key)) return model;
+    if (this.#modelSeries.size >= MAX_MODEL_SERIES) return OTHER_MODEL;
+    this.#modelSeries.add(key);
+    return model;
   }
 
   autonomyDecision(decision: string): void {

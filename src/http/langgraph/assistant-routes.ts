@@ -5,6 +5,7 @@ import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { AgentRecord } from '../../app/ports.js';
 import { GRAPH_IDS, toAssistant } from './convert.js';
 import { anyObject, assistantIdParams, createAssistantBody, deleteAssistantQuery, errorBody, graphQuery, searchAssistantsBody, updateAssistantBody } from './protocol-schemas.js';
+import { MODEL_SPEC_MAX_LENGTH, modelSpec } from '../schemas.js';
 import { containsMetadata, resolveAssistant, selectFields, type ProtocolContext } from './protocol-threads.js';
 
 type Json = Record<string, unknown>;
@@ -24,7 +25,7 @@ function agentFieldsOf(body: { config?: Json | undefined; context?: Json | undef
   const { system_prompt: systemPrompt, model, ...rest } = body.context ?? {};
   if (Object.keys(rest).length > 0) throw new VigilError('UNSUPPORTED_OPTION', `unsupported context keys: ${Object.keys(rest).join(', ')} (vigil knows system_prompt and model)`);
   if (systemPrompt !== undefined && typeof systemPrompt !== 'string') throw new VigilError('VALIDATION_FAILED', 'context.system_prompt must be a string');
-  if (model !== undefined && model !== null && (typeof model !== 'string' || !/^(demo|openai:.+|anthropic:.+)$/.test(model))) throw new VigilError('VALIDATION_FAILED', 'context.model must be "demo", "openai:<model>" or "anthropic:<model>"');
+  if (model !== undefined && model !== null && !modelSpec.safeParse(model).success) throw new VigilError('VALIDATION_FAILED', `context.model must be "demo", "openai:<model>" or "anthropic:<model>", at most ${MODEL_SPEC_MAX_LENGTH} characters`);
   return { ...(systemPrompt !== undefined ? { systemPrompt } : {}), ...(model !== undefined ? { model: model as string | null } : {}) };
 }
 
