@@ -69,6 +69,12 @@ function wholeNumber(min: number, max: number) {
 /** The longest wait a Node timer takes: a longer one fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2_147_483_647;
 
+/** A URL vigil calls over HTTP: anything else (ftp:, javascript:) would only fail at its first use. */
+const httpUrl = z
+  .string()
+  .url()
+  .refine((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL');
+
 export const configSchema = z
   .object({
     VIGIL_HOST: z.string().min(1).default('127.0.0.1'),
@@ -82,7 +88,7 @@ export const configSchema = z
     VIGIL_AUTH_TOKENS: authTokensSchema.optional(),
     VIGIL_MODEL: modelSpecSchema.optional(),
     OPENAI_API_KEY: z.string().min(1).optional(),
-    OPENAI_BASE_URL: z.string().url().optional(),
+    OPENAI_BASE_URL: httpUrl.optional(),
     ANTHROPIC_API_KEY: z.string().min(1).optional(),
     VIGIL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     // Browser origins allowed to call the API (comma-separated, exact origins, or *); unset: no CORS.
@@ -95,7 +101,7 @@ export const configSchema = z
     // Prometheus metrics on a port of their own (no auth there: bind it where only scrapers reach).
     VIGIL_METRICS_PORT: wholeNumber(0, 65535).optional(),
     // OpenTelemetry's own variable names, so an operator's usual setup applies.
-    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
     OTEL_SERVICE_NAME: z.string().min(1).max(128).default('vigil'),
     VIGIL_SHUTDOWN_TIMEOUT_MS: wholeNumber(0, 600_000).default(10_000),
     VIGIL_RETENTION_DAYS: wholeNumber(1, 3650).default(30),
@@ -121,10 +127,9 @@ export const configSchema = z
     VIGIL_TELEGRAM_MODE: z.enum(['polling', 'webhook']).default('polling'),
     // Telegram allows 1-256 of [A-Za-z0-9_-]; 16+ so that it cannot be guessed.
     VIGIL_TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, 'must be 16 to 256 letters, digits, _ or -').optional(),
-    VIGIL_TELEGRAM_WEBHOOK_URL: z.string().url().optional(),
-    VIGIL_TELEGRAM_API_ROOT: z
-      .string()
-      .url()
+    // Telegram calls webhooks over https only (setWebhook refuses anything else).
+    VIGIL_TELEGRAM_WEBHOOK_URL: z.string().url().refine((url) => /^https:\/\//i.test(url), 'must be an https:// URL (Telegram calls webhooks over https only)').optional(),
+    VIGIL_TELEGRAM_API_ROOT: httpUrl
       .default('https://api.telegram.org')
       .transform((url) => url.replace(/\/+$/, '')),
     VIGIL_TELEGRAM_USER: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'must be a vigil user id').optional(),
@@ -149,6 +154,15 @@ export const configSchema = z
     }
     if (model?.startsWith('openai:') && !value.OPENAI_API_KEY && !value.OPENAI_BASE_URL) {
       context.addIssue({ code: 'custom', path: ['OPENAI_API_KEY'], message: 'is required when VIGIL_MODEL is openai:<model> (or set OPENAI_BASE_URL for a local server)' });
+    }
+    // Telegram settings without a bot token configure a channel that never starts: most likely
+    // the token's variable is misspelt or missing, which would otherwise pass unnoticed.
+    if (value.VIGIL_TELEGRAM_BOT_TOKEN === undefined) {
+      const unused: string[] = (['VIGIL_TELEGRAM_WEBHOOK_SECRET', 'VIGIL_TELEGRAM_WEBHOOK_URL', 'VIGIL_TELEGRAM_ALLOWED_CHATS'] as const).filter((key) => value[key] !== undefined);
+      if (value.VIGIL_TELEGRAM_MODE === 'webhook') unused.unshift('VIGIL_TELEGRAM_MODE');
+      for (const key of unused) context.addIssue({ code: 'custom', path: [key], message: 'has no effect without VIGIL_TELEGRAM_BOT_TOKEN' });
+    } else if (value.VIGIL_TELEGRAM_MODE === 'polling' && value.VIGIL_TELEGRAM_WEBHOOK_URL !== undefined) {
+      context.addIssue({ code: 'custom', path: ['VIGIL_TELEGRAM_WEBHOOK_URL'], message: 'has no effect in polling mode (set VIGIL_TELEGRAM_MODE=webhook)' });
     }
     if (value.VIGIL_TELEGRAM_BOT_TOKEN !== undefined) {
       if (value.VIGIL_TELEGRAM_MODE === 'webhook' && !value.VIGIL_TELEGRAM_WEBHOOK_SECRET) {

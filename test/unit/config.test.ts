@@ -44,6 +44,25 @@ describe('config', () => {
     expect(loadConfig({ VIGIL_PORT: ' 9000 ', VIGIL_TIMER_CONCURRENCY: '4' })).toMatchObject({ port: 9000, timerConcurrency: 4 });
   });
 
+  it('refuses an endpoint that is not http(s), and a Telegram webhook URL that is not https: they only failed at first use', () => {
+    expect(configError({ OPENAI_BASE_URL: 'javascript:alert(1)' })).toContain('OPENAI_BASE_URL');
+    expect(configError({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://collector:4318' })).toContain('OTEL_EXPORTER_OTLP_ENDPOINT');
+    expect(configError({ VIGIL_TELEGRAM_API_ROOT: 'file:///etc/passwd' })).toContain('VIGIL_TELEGRAM_API_ROOT');
+    const token = '123456789:AAbcdefghijklmnopqrstuvwxyz';
+    const secret = 'a-webhook-secret-0123';
+    expect(configError({ VIGIL_TELEGRAM_BOT_TOKEN: token, VIGIL_TELEGRAM_MODE: 'webhook', VIGIL_TELEGRAM_WEBHOOK_SECRET: secret, VIGIL_TELEGRAM_WEBHOOK_URL: 'http://bot.example.com/hook' })).toContain('https');
+    expect(loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', VIGIL_TELEGRAM_BOT_TOKEN: token, VIGIL_TELEGRAM_MODE: 'webhook', VIGIL_TELEGRAM_WEBHOOK_SECRET: secret, VIGIL_TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/hook' }).openaiBaseUrl).toBe('http://127.0.0.1:11434/v1');
+  });
+
+  it('refuses Telegram settings that would do nothing: without a bot token (a misspelt token variable), a webhook URL in polling mode', () => {
+    for (const [key, raw] of [['VIGIL_TELEGRAM_MODE', 'webhook'], ['VIGIL_TELEGRAM_WEBHOOK_SECRET', 'a-webhook-secret-0123'], ['VIGIL_TELEGRAM_WEBHOOK_URL', 'https://bot.example.com/hook'], ['VIGIL_TELEGRAM_ALLOWED_CHATS', '42']] as const) {
+      const message = configError({ [key]: raw, VIGIL_TELEGRAM_BOTTOKEN: '123456789:AAbcdefghijklmnopqrstuvwxyz' });
+      expect(message, key).toContain(key);
+      expect(message, key).toContain('VIGIL_TELEGRAM_BOT_TOKEN');
+    }
+    expect(configError({ VIGIL_TELEGRAM_BOT_TOKEN: '123456789:AAbcdefghijklmnopqrstuvwxyz', VIGIL_TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/hook' })).toContain('polling');
+  });
+
   it('refuses a model timeout longer than a Node timer can wait (it fired at once: every model call failed as stalled)', () => {
     expect(configError({ VIGIL_MODEL_TIMEOUT_MS: '5000000000' })).toContain('VIGIL_MODEL_TIMEOUT_MS: Too big');
     expect(loadConfig({ VIGIL_MODEL_TIMEOUT_MS: '2147483647' }).modelTimeoutMs).toBe(2_147_483_647);
