@@ -14,9 +14,10 @@ export interface RetentionStore {
   pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number>;
 }
 
-export type RetentionKind = 'hook_deliveries' | 'telegram_updates' | 'runs' | 'timers' | 'approvals' | 'check_ins' | 'outbound_attempts' | 'outbound_deliveries';
+export type RetentionKind = 'hook_deliveries' | 'telegram_updates' | 'runs' | 'protocol_runs' | 'timers' | 'approvals' | 'check_ins' | 'outbound_attempts' | 'outbound_deliveries' | 'schedule_fires';
 /** In this order: a delivery's attempts go before the delivery. */
-export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'telegram_updates', 'runs', 'timers', 'approvals', 'check_ins', 'outbound_attempts', 'outbound_deliveries'];
+/** In this order: a protocol run row goes once its run's record went. */
+export const RETENTION_KINDS: readonly RetentionKind[] = ['hook_deliveries', 'telegram_updates', 'runs', 'protocol_runs', 'timers', 'approvals', 'check_ins', 'outbound_attempts', 'outbound_deliveries', 'schedule_fires'];
 
 /**
  * Records kept at least this long whatever VIGIL_RETENTION_DAYS says: Telegram redelivers

@@ -6,6 +6,8 @@ import type { ApprovalTables } from '../../src/adapters/sql/approval-repository.
 import type { CheckInTables } from '../../src/adapters/sql/check-in-repository.js';
 import type { OutboundTables } from '../../src/adapters/sql/outbound-webhook-repository.js';
 import type { TelegramTables } from '../../src/adapters/sql/telegram-tables.js';
+import type { ProtocolTables } from '../../src/adapters/sql/protocol-repository.js';
+import type { ScheduleTables } from '../../src/adapters/sql/schedule-repository.js';
 import { ALICE, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -22,8 +24,8 @@ export function retentionSuite(backend: () => Backend): void {
       await server?.destroy();
     });
 
-    const db = () => (server.storage as SqlStorage).context.db.withTables<HookTables & TelegramTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
-    const none = { runs: 0, timers: 0, hook_deliveries: 0, telegram_updates: 0, approvals: 0, check_ins: 0, outbound_attempts: 0, outbound_deliveries: 0 };
+    const db = () => (server.storage as SqlStorage).context.db.withTables<HookTables & TelegramTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables & ProtocolTables & ScheduleTables>();
+    const none = { runs: 0, protocol_runs: 0, timers: 0, hook_deliveries: 0, telegram_updates: 0, approvals: 0, check_ins: 0, outbound_attempts: 0, outbound_deliveries: 0, schedule_fires: 0 };
 
     async function run(id: string, status: string, endedAt: string | null, startedAt: string) {
       await db()
@@ -168,6 +170,47 @@ export function retentionSuite(backend: () => Backend): void {
       expect((await job.runOnce()).telegram_updates).toBe(1);
       expect(await ids()).toEqual([3]);
       await job.stop();
+    });
+
+    it('prunes ended schedule fires past the window but never a schedule\'s latest (start-up recovery arms the next fire from it), and a deleted schedule\'s', async () => {
+      const schedule = await server.request('POST', '/api/schedules', { body: { name: 'every day', timing: { kind: 'cron', cron: '0 9 * * *' }, task: 'Report.' } });
+      expect(schedule.status).toBe(201);
+      const scheduleId = schedule.body.id as string;
+      const fire = async (id: string, ofSchedule: string, scheduledDaysAgo: number, endedDaysAgo: number | null) => {
+        await db()
+          .insertInto('schedule_fires')
+          .values({ id, schedule_id: ofSchedule, user_id: 'alice', scheduled_for: ago(scheduledDaysAgo), status: endedDaysAgo === null ? 'running' : 'succeeded', reason: null, run_id: null, thread_id: null, started_at: ago(scheduledDaysAgo), ended_at: endedDaysAgo === null ? null : ago(endedDaysAgo) })
+          .execute();
+      };
+      await fire('fire-old', scheduleId, 50, 50);
+      await fire('fire-old-2', scheduleId, 45, 45);
+      await fire('fire-latest-old', scheduleId, 40, 40); // the schedule's latest: kept however old
+      await fire('fire-gone-1', 'deleted-schedule', 60, 60);
+      await fire('fire-gone-2', 'deleted-schedule', 50, 50);
+      await fire('fire-other-running', 'other-schedule', 41, null); // never ended: kept
+      expect(await server.services.retention.runOnce()).toEqual({ ...none, schedule_fires: 4 });
+      const left = (await db().selectFrom('schedule_fires').select('id').execute()).map((row) => row.id).sort();
+      expect(left).toEqual(['fire-latest-old', 'fire-other-running']);
+      // Alice's schedule still lists its latest fire.
+      expect((await server.request('GET', `/api/schedules/${scheduleId}/fires`)).body.fires.map((entry: { id: string }) => entry.id)).toEqual(['fire-latest-old']);
+    });
+
+    it('prunes LangGraph-protocol run rows past the window once their run\'s record is gone, never one whose run is still recorded', async () => {
+      const protocolRun = async (runId: string, vigilRunId: string | null, createdDaysAgo: number) => {
+        await db()
+          .insertInto('protocol_runs')
+          .values({ run_id: runId, user_id: 'alice', thread_id: 't', assistant_id: 'agent', metadata: '{}', multitask_strategy: 'reject', state: vigilRunId === null ? 'cancelled' : 'started', vigil_run_id: vigilRunId, created_at: ago(createdDaysAgo) })
+          .execute();
+      };
+      await run('p-run-old', 'succeeded', ago(40), ago(40)); // its record goes in the same pass, then its row
+      await run('p-run-waiting', 'running', null, ago(40)); // still recorded: its row stays
+      await protocolRun('p-old', 'p-run-old', 40);
+      await protocolRun('p-never-started', null, 35);
+      await protocolRun('p-waiting', 'p-run-waiting', 40);
+      await protocolRun('p-recent', null, 2);
+      expect(await server.services.retention.runOnce()).toEqual({ ...none, runs: 1, protocol_runs: 2 });
+      const left = (await db().selectFrom('protocol_runs').select('run_id').execute()).map((row) => row.run_id).sort();
+      expect(left).toEqual(['p-recent', 'p-waiting']);
     });
 
     it('deletes in bounded batches until nothing old is left', async () => {

@@ -5,6 +5,8 @@ import type { ApprovalTables } from './approval-repository.js';
 import type { CheckInTables } from './check-in-repository.js';
 import type { HookTables } from './hook-tables.js';
 import type { OutboundTables } from './outbound-webhook-repository.js';
+import type { ProtocolTables } from './protocol-repository.js';
+import type { ScheduleTables } from './schedule-repository.js';
 import type { TelegramTables } from './telegram-tables.js';
 import type { TimerTables } from './timer-tables.js';
 
@@ -16,7 +18,7 @@ export class SqlRetentionRepository implements RetentionStore {
   readonly #db;
 
   constructor(context: SqlContext) {
-    this.#db = context.db.withTables<HookTables & TelegramTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables>();
+    this.#db = context.db.withTables<HookTables & TelegramTables & TimerTables & ApprovalTables & CheckInTables & OutboundTables & ProtocolTables & ScheduleTables>();
   }
 
   async pruneBatch(kind: RetentionKind, before: Iso, limit: number): Promise<number> {
@@ -91,6 +93,50 @@ export class SqlRetentionRepository implements RetentionStore {
                         ),
                     ),
                   ),
+                ]),
+              )
+              .limit(limit),
+          )
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'protocol_runs': {
+        // The protocol's view of a run (its metadata, its multitask strategy): once the run's
+        // own record went (finished and past the window: 'runs' above) or it never had one
+        // (refused, cancelled before it started), nothing lists or resumes it.
+        const result = await db
+          .deleteFrom('protocol_runs')
+          .where(
+            'run_id',
+            'in',
+            db
+              .selectFrom('protocol_runs as old')
+              .select('old.run_id')
+              .where('old.created_at', '<', before)
+              .where(({ not, exists, selectFrom, fn }) => not(exists(selectFrom('runs').select('runs.id').whereRef('runs.id', '=', fn.coalesce('old.vigil_run_id', 'old.run_id')))))
+              .limit(limit),
+          )
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }
+      case 'schedule_fires': {
+        // Ended fires past the window, but never a schedule's latest: start-up recovery arms
+        // the next fire from it (without it, from the schedule's last change: a fire long
+        // past, run again). A deleted schedule's fires all go.
+        const result = await db
+          .deleteFrom('schedule_fires')
+          .where(
+            'id',
+            'in',
+            db
+              .selectFrom('schedule_fires as fire')
+              .select('fire.id')
+              .where('fire.ended_at', 'is not', null)
+              .where('fire.ended_at', '<', before)
+              .where(({ or, not, exists, selectFrom }) =>
+                or([
+                  exists(selectFrom('schedule_fires as later').select('later.id').whereRef('later.schedule_id', '=', 'fire.schedule_id').whereRef('later.scheduled_for', '>', 'fire.scheduled_for')),
+                  not(exists(selectFrom('schedules').select('schedules.id').whereRef('schedules.id', '=', 'fire.schedule_id'))),
                 ]),
               )
               .limit(limit),

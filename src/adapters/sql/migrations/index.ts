@@ -23,8 +23,9 @@ import { approvalPositionMigration } from './0018-approval-position.js';
 import { hookDeliveryThreadDeletedMigration } from './0019-hook-delivery-thread-deleted.js';
 import { memoryUpdatedAtMigration } from './0020-memory-updated-at.js';
 import { runThreadDeletedMigration } from './0021-run-thread-deleted.js';
+import { retentionFireProtocolIndexesMigration } from './0022-retention-fire-protocol-indexes.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration];
