@@ -121,7 +121,7 @@ export function planRoutes(plans: PlanService, deps: HttpDependencies): FastifyP
       {
         schema: {
           tags: ['plans'],
-          description: 'A plan with its milestones, steps, knowledge, heartbeat state and every tool call it made.',
+          description: 'A plan with its milestones, steps, knowledge, heartbeat state and the tool calls it made (the first 500, in order).',
           params: planParams,
           response: { 200: planDto.extend({ toolCalls: z.array(toolCallDto) }), 404: errorBody },
         },
