@@ -19,7 +19,7 @@ import { buildWebApp } from '../../web/build-if-stale.mjs';
 import { browserAvailable, launchBrowser } from '../helpers/browser.js';
 import { approve, execute, noKnowledge, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
 import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
-import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { ALICE, BOB, startTestServer, type TestServer, scriptedModelOptions } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 type Json = Record<string, any>;
@@ -758,7 +758,7 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
         const asked = JSON.stringify(request.messages.at(-1)?.content ?? '');
         return { toolCalls: [{ id: `call_${request.index}`, name: 'memory_write', arguments: { content: asked.includes('tea') ? 'Likes green tea' : 'Likes coffee' } }] };
       });
-      withTools = await startTestServer({ kind: 'sqlite' }, { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } });
+      withTools = await startTestServer({ kind: 'sqlite' }, scriptedModelOptions(model));
       const agent = await withTools.request('POST', '/api/agents', { body: { id: 'careful', name: 'Careful', tools: { approval: { memory_write: { attended: 'ask', timeoutMs: 600_000 } } } } });
       expect(agent.status, JSON.stringify(agent.body)).toBe(201);
     });

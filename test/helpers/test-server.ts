@@ -33,6 +33,11 @@ interface Place {
   schema: string;
 }
 
+/** startTestServer's options for a server whose model is a ScriptedOpenAiServer (openai-server.ts), retrying no failed call. */
+export function scriptedModelOptions(model: { baseUrl: string }): { environment: Record<string, string>; autonomy: { modelRetries: number } } {
+  return { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } };
+}
+
 /** A real server on a loopback port, over a real database, with captured logs. */
 export async function startTestServer(
   backend: Backend,

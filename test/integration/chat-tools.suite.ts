@@ -15,7 +15,7 @@ import { localDay } from '../../src/domain/autonomy/zoned-time.js';
 import { PREEMPTED_REASON } from '../../src/app/run-coordinator.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
-import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer, scriptedModelOptions } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 type Json = Record<string, any>;
@@ -32,7 +32,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
 
   beforeAll(async () => {
     model = await ScriptedOpenAiServer.start();
-    server = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } });
+    server = await startTestServer(backend(), scriptedModelOptions(model));
   });
   afterAll(async () => {
     await server?.destroy();

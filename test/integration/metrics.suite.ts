@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer, scriptedModelOptions } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { ScriptedOpenAiServer } from '../helpers/openai-server.js';
 
@@ -86,7 +86,7 @@ export function metricsSuite(backend: () => Backend): void {
     let server: TestServer;
     beforeAll(async () => {
       model = await ScriptedOpenAiServer.start();
-      server = await startTestServer(backend(), { environment: { VIGIL_MODEL: 'openai:scripted', OPENAI_BASE_URL: model.baseUrl }, autonomy: { modelRetries: 0 } });
+      server = await startTestServer(backend(), scriptedModelOptions(model));
     });
     afterAll(async () => {
       await server?.destroy();

@@ -1,23 +1,11 @@
-import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { openSocket } from '../helpers/thread-socket.js';
 import { maxFrameBytes } from '../../src/http/websocket.js';
 import { GatedModel } from './langgraph-sdk.suite.js';
 
 type Frame = Record<string, any>;
-
-/** A WebSocket on /api/ws collecting every frame the server sends. */
-async function openSocket(server: { url: string }, token: string): Promise<{ socket: WebSocket; frames: Frame[]; send: (frame: unknown) => void }> {
-  const socket = new WebSocket(`${server.url.replace('http', 'ws')}/api/ws?token=${token}`);
-  await new Promise((resolve, reject) => {
-    socket.once('open', resolve);
-    socket.once('error', reject);
-  });
-  const frames: Frame[] = [];
-  socket.on('message', (data) => frames.push(JSON.parse(String(data)) as Frame));
-  return { socket, frames, send: (frame) => socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame)) };
-}
 
 /** The WebSocket's message.send as a client tracks it (requestId): acknowledged, and its errors named. */
 export function websocketRequestsSuite(backend: () => Backend): void {
