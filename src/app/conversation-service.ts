@@ -270,7 +270,16 @@ export class ConversationService {
 
   /** Cancel a run in progress; RUN_NOT_FOUND when it is not this user's or already over. */
   async cancelRun(userId: string, runId: string, reason?: string): Promise<RunRecord> {
-    const run = await this.getRun(userId, runId);
+    const recorded = await this.storage.runs.get(userId, runId);
+    if (recorded === undefined) {
+      // A run waiting for its thread behind another has no record until it starts (none if it
+      // never does), but its id is known (a WebSocket send's acknowledgement hands it out):
+      // called off here it never starts. On another instance no record names it: not found.
+      const waiting = this.coordinator.cancelWaiting(userId, runId, reason);
+      if (waiting !== undefined) return waiting;
+    }
+    // Recorded, or started since it was looked for.
+    const run = recorded ?? (await this.getRun(userId, runId));
     if (run.status === 'running') await this.cancelAnywhere(userId, runId, reason);
     return run;
   }

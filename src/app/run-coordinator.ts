@@ -7,7 +7,8 @@ import type { TaskInput } from '../agent/task-message.js';
 import { VigilError, isVigilError } from '../domain/errors.js';
 import type { VigilEvent } from '../domain/events.js';
 import type { RunContext } from '../domain/run-context.js';
-import type { AgentKind, AgentRecord, Clock, EventBus, Storage, StoredMessage } from './ports.js';
+import type { AgentKind, AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
+import { resolveRunMeta } from './run-meta.js';
 import { MessageProjector } from './runs/message-projector.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './runs/retry-policy.js';
 import { RunExecution } from './runs/run-execution.js';
@@ -61,6 +62,8 @@ interface ActiveRun {
   userId: string;
   threadId: string;
   controller: AbortController;
+  /** What was asked: a run cancelled before it started is described from it (cancelWaiting). */
+  request: RunRequest;
 }
 
 /**
@@ -103,6 +106,38 @@ export class RunCoordinator {
     if (!run || run.userId !== userId) return false;
     run.controller.abort(new VigilError('RUN_CANCELLED', reason));
     return true;
+  }
+
+  /**
+   * Cancel a run of this user that has not started (it waits for its thread behind another
+   * run): it then never starts, and no record of it is written. Answers the run as it would
+   * have been recorded, cancelled; undefined when this process has no such run waiting (none,
+   * another user's, or one already started, which `cancel` ends and its record describes).
+   */
+  cancelWaiting(userId: string, runId: string, reason = 'the run was cancelled'): RunRecord | undefined {
+    const run = this.requested.get(runId);
+    if (!run || run.userId !== userId || this.active.has(runId)) return undefined;
+    run.controller.abort(new VigilError('RUN_CANCELLED', reason));
+    const { context, agent } = run.request;
+    const now = this.deps.clock.now().toISOString();
+    return {
+      id: runId,
+      threadId: context.threadId,
+      userId,
+      agentId: context.agentId,
+      trigger: context.trigger,
+      meta: resolveRunMeta(context).meta,
+      correlationId: context.correlationId,
+      status: 'cancelled',
+      reason,
+      errorCode: null,
+      errorMessage: null,
+      model: this.deps.modelLabel(agent.model ?? this.deps.defaultModel),
+      requestedAt: context.requestedAt,
+      startedAt: now,
+      endedAt: now,
+      modelInputs: [],
+    };
   }
 
   /**
@@ -199,7 +234,7 @@ export class RunCoordinator {
     const registered = this.deps.graphs[agent.kind];
     if (!registered) throw new VigilError('VALIDATION_FAILED', `agents of kind "${agent.kind}" cannot run on this server`);
     const controller = new AbortController();
-    const entry: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller };
+    const entry: ActiveRun = { runId: context.runId, userId: context.userId, threadId: context.threadId, controller, request };
     this.requested.set(context.runId, entry);
     const early = this.cancelledEarly.get(context.runId);
     if (early !== undefined) {
@@ -288,7 +323,7 @@ export class RunCoordinator {
     );
     try {
       const run = await execution.startRun(input === null);
-      this.active.set(run.id, { runId: run.id, userId: request.context.userId, threadId: request.context.threadId, controller });
+      this.active.set(run.id, { runId: run.id, userId: request.context.userId, threadId: request.context.threadId, controller, request });
       await execution.streamWithRetries(input);
       return await execution.finishRun();
     } catch (error) {

@@ -104,6 +104,47 @@ export function websocketRequestsSuite(backend: () => Backend): void {
       }
     });
 
+    it('accepted while another run holds the thread, then cancelled by its run id (HTTP, the WebSocket): it never starts, its sender is told; another user cannot', async () => {
+      const held = await startTestServer(backend(), { models: () => new GatedModel({}) });
+      try {
+        const threadId = (await held.request('POST', '/api/threads', { body: {} })).body.id as string;
+        const { socket, frames, send } = await openSocket(held, ALICE.token);
+        send({ type: 'message.send', threadId, content: 'first [hold]', requestId: 'first' });
+        await waitFor(() => GatedModel.held.length > 0, 10_000, 'the first run to reach the model');
+        send({ type: 'message.send', threadId, content: 'never mind this', requestId: 'by-http' });
+        send({ type: 'message.send', threadId, content: 'nor this', requestId: 'by-socket' });
+        await waitFor(() => frameFor(frames, 'by-http') !== undefined && frameFor(frames, 'by-socket') !== undefined, 10_000, 'both queued messages accepted');
+        const byHttp = frameFor(frames, 'by-http')!.runId as string;
+        const bySocket = frameFor(frames, 'by-socket')!.runId as string;
+
+        // I12: Bob names Alice's queued run: not found, and it stays queued.
+        expect((await held.request('POST', `/api/runs/${byHttp}/cancel`, { token: BOB.token })).body.error.code).toBe('RUN_NOT_FOUND');
+        const cancelled = await held.request('POST', `/api/runs/${byHttp}/cancel`);
+        expect(cancelled.status).toBe(202);
+        expect(cancelled.body).toMatchObject({ id: byHttp, threadId, status: 'cancelled', trigger: 'user', correlationId: 'by-http' });
+        send({ type: 'run.cancel', runId: bySocket });
+        await waitFor(() => frames.filter((frame) => frame.requestId === 'by-http' || frame.requestId === 'by-socket').length === 4, 10_000, "the cancelled messages' errors");
+        for (const requestId of ['by-http', 'by-socket']) {
+          expect(frames.filter((frame) => frame.requestId === requestId).at(-1)).toMatchObject({ type: 'error', code: 'RUN_CANCELLED', threadId });
+        }
+
+        for (const release of GatedModel.held.splice(0)) release();
+        await waitFor(() => frames.some((frame) => frame.type === 'run.end'), 10_000, 'the first run to end');
+        socket.close();
+        // Neither started: no run, no record, no message of theirs in the thread.
+        for (const runId of [byHttp, bySocket]) {
+          expect(frames.some((frame) => frame.type === 'run.start' && frame.runId === runId)).toBe(false);
+          expect((await held.request('GET', `/api/runs/${runId}`)).status).toBe(404);
+        }
+        const history = await held.request('GET', `/api/threads/${threadId}/history?include=internal`);
+        expect(history.body.messages.map((message: Frame) => message.content)).not.toContain('never mind this');
+        expect(history.body.messages.map((message: Frame) => message.content)).not.toContain('nor this');
+      } finally {
+        for (const release of GatedModel.held.splice(0)) release();
+        await held.destroy();
+      }
+    });
+
     it('I12: a message.send into another user\'s thread answers THREAD_NOT_FOUND with its requestId, never an acknowledgement', async () => {
       const threadId = await newThread(ALICE.token);
       const { socket, frames, send } = await openSocket(server, BOB.token);
