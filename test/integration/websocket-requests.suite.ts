@@ -26,6 +26,20 @@ export function websocketRequestsSuite(backend: () => Backend): void {
 
   const frameFor = (frames: Frame[], requestId: string) => frames.find((frame) => frame.requestId === requestId);
 
+  /**
+   * A server of its own whose model holds each reply until released (GatedModel.held), a
+   * thread of Alice's, and her socket, whose first message's run now holds the thread: what
+   * she sends next waits for it. The caller releases what is held and destroys the server.
+   */
+  async function holdingThread() {
+    const held = await startTestServer(backend(), { models: () => new GatedModel({}) });
+    const threadId = (await held.request('POST', '/api/threads', { body: {} })).body.id as string;
+    const socket = await openSocket(held, ALICE.token);
+    socket.send({ type: 'message.send', threadId, content: 'first [hold]', requestId: 'first' });
+    await waitFor(() => GatedModel.held.length > 0, 10_000, 'the first run to reach the model');
+    return { held, threadId, ...socket };
+  }
+
   describe('message.send with a requestId', () => {
     it('is acknowledged with message.accepted (its run and the stored message\'s id) before its run starts; one without a requestId is not', async () => {
       const threadId = await newThread();
@@ -80,13 +94,8 @@ export function websocketRequestsSuite(backend: () => Backend): void {
     });
 
     it('accepted while another run holds the thread, then failed as it waited (the thread deleted): the error carries its requestId', async () => {
-      // A model that holds the first reply until released: the second message waits for its run.
-      const held = await startTestServer(backend(), { models: () => new GatedModel({}) });
+      const { held, threadId, socket, frames, send } = await holdingThread();
       try {
-        const threadId = (await held.request('POST', '/api/threads', { body: {} })).body.id as string;
-        const { socket, frames, send } = await openSocket(held, ALICE.token);
-        send({ type: 'message.send', threadId, content: 'first [hold]', requestId: 'first' });
-        await waitFor(() => GatedModel.held.length > 0, 10_000, 'the first run to reach the model');
         send({ type: 'message.send', threadId, content: 'and then this', requestId: 'queued' });
         await waitFor(() => frameFor(frames, 'queued') !== undefined, 10_000, 'the second message accepted');
         const accepted = frameFor(frames, 'queued')!;
@@ -105,12 +114,8 @@ export function websocketRequestsSuite(backend: () => Backend): void {
     });
 
     it('accepted while another run holds the thread, then cancelled by its run id (HTTP, the WebSocket): it never starts, its sender is told; another user cannot', async () => {
-      const held = await startTestServer(backend(), { models: () => new GatedModel({}) });
+      const { held, threadId, socket, frames, send } = await holdingThread();
       try {
-        const threadId = (await held.request('POST', '/api/threads', { body: {} })).body.id as string;
-        const { socket, frames, send } = await openSocket(held, ALICE.token);
-        send({ type: 'message.send', threadId, content: 'first [hold]', requestId: 'first' });
-        await waitFor(() => GatedModel.held.length > 0, 10_000, 'the first run to reach the model');
         send({ type: 'message.send', threadId, content: 'never mind this', requestId: 'by-http' });
         send({ type: 'message.send', threadId, content: 'nor this', requestId: 'by-socket' });
         await waitFor(() => frameFor(frames, 'by-http') !== undefined && frameFor(frames, 'by-socket') !== undefined, 10_000, 'both queued messages accepted');
