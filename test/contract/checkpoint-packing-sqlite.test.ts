@@ -68,7 +68,7 @@ describe('checkpoint documents packed on SQLite (issue 10: bytes per turn)', () 
     await removeTempDir(dataDir);
   });
 
-  it('stores every checkpoint packed, and a read that rebuilds from the rows alone returns exactly what was put', async () => {
+  it('I3: stores every checkpoint packed, and a read that rebuilds from the rows alone returns exactly what was put', async () => {
     const storage = await open();
     await turns(storage.checkpointer, 'packed', 3);
     const documents = storedDocuments('packed');
@@ -96,7 +96,7 @@ describe('checkpoint documents packed on SQLite (issue 10: bytes per turn)', () 
     expect(new Set(loops)).toEqual(new Set(['loop']));
   });
 
-  it('reads checkpoints stored unpacked (by LangGraph’s own saver, as before packing) and goes on from them', async () => {
+  it('I3: reads checkpoints stored unpacked (by LangGraph’s own saver, as before packing) and goes on from them', async () => {
     const database = openNodeSqlite(file);
     try {
       await turns(new NodeSqliteSaver(database), 'plain', 2);

@@ -65,7 +65,7 @@ export function websocketRequestsSuite(backend: () => Backend): void {
       expect(frames.filter((frame) => frame.type === 'error')).toEqual([]);
     });
 
-    it('an error it causes carries its requestId: refused by validation (when the id can be read), an unknown thread; nothing is accepted', async () => {
+    it('I11: an error it causes carries its requestId: refused by validation (when the id can be read), an unknown thread; nothing is accepted', async () => {
       const threadId = await newThread();
       const { socket, frames, send } = await openSocket(server, ALICE.token);
       send({ type: 'message.send', threadId, content: '   ', requestId: 'empty' });
@@ -113,7 +113,7 @@ export function websocketRequestsSuite(backend: () => Backend): void {
       }
     });
 
-    it('accepted while another run holds the thread, then cancelled by its run id (HTTP, the WebSocket): it never starts, its sender is told; another user cannot', async () => {
+    it('accepted while another run holds the thread, then cancelled by its run id (HTTP, the WebSocket): it never starts, its sender is told; another user cannot (I12)', async () => {
       const { held, threadId, socket, frames, send } = await holdingThread();
       try {
         send({ type: 'message.send', threadId, content: 'never mind this', requestId: 'by-http' });
