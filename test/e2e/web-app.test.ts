@@ -593,6 +593,19 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('log', { name: 'Conversation' }).locator('article.assistant:not(.streaming)').waitFor();
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    // Every view's link on screen as it is, not only once something scrolls it into view.
+    const offScreen = await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link')
+      .evaluateAll((links) =>
+        links
+          .filter((link) => {
+            const box = link.getBoundingClientRect();
+            return box.left < 0 || box.right > (globalThis as unknown as { innerWidth: number }).innerWidth;
+          })
+          .map((link) => link.textContent),
+      );
+    expect(offScreen).toEqual([]);
     await page.getByRole('button', { name: 'Threads' }).click();
     await page.getByRole('button', { name: 'New thread' }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
