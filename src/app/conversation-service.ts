@@ -49,6 +49,14 @@ export interface TriggeredRunGate {
   onInputStored?: () => void;
 }
 
+/**
+ * How long a cancel naming a run nobody here has recorded looks for the record another
+ * instance writes when it calls the run off (it hears the cancel within milliseconds), and
+ * how often. An id no instance has is answered not found after this wait.
+ */
+const REMOTE_CANCEL_WAIT_MS = 2_000;
+const REMOTE_CANCEL_POLL_MS = 50;
+
 /** Threads, their history, and a person's message: the use cases of the chat API. */
 export class ConversationService {
   private readonly userMessageHooks: UserMessageHook[] = [];
@@ -272,11 +280,18 @@ export class ConversationService {
   async cancelRun(userId: string, runId: string, reason?: string): Promise<RunRecord> {
     const recorded = await this.storage.runs.get(userId, runId);
     if (recorded === undefined) {
-      // A run waiting for its thread behind another has no record until it starts (none if it
-      // never does), but its id is known (a WebSocket send's acknowledgement hands it out):
-      // called off here it never starts. On another instance no record names it: not found.
+      // A run waiting for its thread behind another has no record until it starts or is called
+      // off, but its id is known (a WebSocket send's acknowledgement hands it out): called off
+      // here it never starts, and its record says it was cancelled.
       const waiting = this.coordinator.cancelWaiting(userId, runId, reason);
       if (waiting !== undefined) return waiting;
+      // It may wait on another instance: every instance hears the cancel, and the one that has
+      // it (for this user only, I12) records it, cancelled, within moments.
+      if (this.cancellations !== undefined) {
+        await this.cancellations.request({ runId, userId });
+        const elsewhere = await this.recordSoon(userId, runId);
+        if (elsewhere !== undefined) return elsewhere;
+      }
     }
     // Recorded, or started since it was looked for.
     const run = recorded ?? (await this.getRun(userId, runId));
@@ -292,6 +307,19 @@ export class ConversationService {
    */
   async cancelAnywhere(userId: string, runId: string, reason?: string): Promise<void> {
     if (!this.coordinator.cancel(userId, runId, reason)) await this.cancellations?.request({ runId, userId });
+  }
+
+  /**
+   * The run's record once one is written, looked for until REMOTE_CANCEL_WAIT_MS have passed
+   * (then undefined: no instance has such a run of this user).
+   */
+  private async recordSoon(userId: string, runId: string): Promise<RunRecord | undefined> {
+    const deadline = Date.now() + REMOTE_CANCEL_WAIT_MS;
+    for (;;) {
+      const run = await this.storage.runs.get(userId, runId);
+      if (run !== undefined || Date.now() >= deadline) return run;
+      await new Promise((resolve) => setTimeout(resolve, REMOTE_CANCEL_POLL_MS));
+    }
   }
 
   /** Cancels that reach the other instances (PostgreSQL); this instance then hears theirs. */

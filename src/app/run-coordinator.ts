@@ -64,6 +64,10 @@ interface ActiveRun {
   controller: AbortController;
   /** What was asked: a run cancelled before it started is described from it (cancelWaiting). */
   request: RunRequest;
+  /** Whether it reached `execute` (its record is then written there, however it ends). */
+  started?: boolean;
+  /** Cancelled by its id before it started: the record it keeps (see cancelledBeforeStart). */
+  cancelledBeforeStart?: RunRecord;
 }
 
 /**
@@ -104,26 +108,38 @@ export class RunCoordinator {
   cancel(userId: string, runId: string, reason = 'the run was cancelled'): boolean {
     const run = this.active.get(runId) ?? this.requested.get(runId);
     if (!run || run.userId !== userId) return false;
+    if (!run.started) this.markCancelledBeforeStart(run, reason);
     run.controller.abort(new VigilError('RUN_CANCELLED', reason));
     return true;
   }
 
   /**
    * Cancel a run of this user that has not started (it waits for its thread behind another
-   * run): it then never starts, and no record of it is written. Answers the run as it would
-   * have been recorded, cancelled; undefined when this process has no such run waiting (none,
-   * another user's, or one already started, which `cancel` ends and its record describes).
+   * run): it then never starts (nothing of it reaches the thread), and its record says it was
+   * cancelled. Answers that record; undefined when this process has no such run waiting
+   * (none, another user's, or one already started, which `cancel` ends and its record describes).
    */
   cancelWaiting(userId: string, runId: string, reason = 'the run was cancelled'): RunRecord | undefined {
     const run = this.requested.get(runId);
-    if (!run || run.userId !== userId || this.active.has(runId)) return undefined;
+    if (!run || run.userId !== userId || run.started) return undefined;
+    const record = this.markCancelledBeforeStart(run, reason);
     run.controller.abort(new VigilError('RUN_CANCELLED', reason));
+    return record;
+  }
+
+  /**
+   * The record of a run called off by its id before it started. It is written as the run
+   * gives up (tryRun), so its id, handed out when its message was accepted, names a run
+   * whichever instance is asked: a cancel that reached another instance finds it there.
+   */
+  private markCancelledBeforeStart(run: ActiveRun, reason: string): RunRecord {
+    if (run.cancelledBeforeStart !== undefined) return run.cancelledBeforeStart;
     const { context, agent } = run.request;
     const now = this.deps.clock.now().toISOString();
-    return {
-      id: runId,
+    run.cancelledBeforeStart = {
+      id: run.runId,
       threadId: context.threadId,
-      userId,
+      userId: run.userId,
       agentId: context.agentId,
       trigger: context.trigger,
       meta: resolveRunMeta(context).meta,
@@ -138,6 +154,17 @@ export class RunCoordinator {
       endedAt: now,
       modelInputs: [],
     };
+    return run.cancelledBeforeStart;
+  }
+
+  /** Write the record of a run cancelled before it started (see markCancelledBeforeStart); a failure is logged, the cancel stands. */
+  private async recordCancelledBeforeStart(record: RunRecord): Promise<void> {
+    try {
+      await this.deps.storage.runs.create(record);
+      await this.deps.storage.runs.finish(record.id, { status: 'cancelled', reason: record.reason, endedAt: record.endedAt! });
+    } catch (error) {
+      this.deps.logger.warn({ err: error, threadId: record.threadId, runId: record.id }, 'could not record a run cancelled before it started');
+    }
   }
 
   /**
@@ -245,7 +272,10 @@ export class RunCoordinator {
     const detachCaller = followCallerSignal(request.signal, controller);
     try {
       request.onRequested?.();
-      return await this.leaseAndRun(request, registered, controller);
+      return await this.leaseAndRun(request, registered, controller, entry);
+    } catch (error) {
+      if (!entry.started && entry.cancelledBeforeStart !== undefined) await this.recordCancelledBeforeStart(entry.cancelledBeforeStart);
+      throw error;
     } finally {
       detachCaller();
       if (this.requested.get(context.runId) === entry) this.requested.delete(context.runId);
@@ -253,7 +283,7 @@ export class RunCoordinator {
   }
 
   /** tryRun, once the run can be cancelled by id: wait for the thread, admit, run. */
-  private async leaseAndRun(request: RunRequest, registered: RegisteredGraph, controller: AbortController): Promise<RunOutcome | RunDeclined> {
+  private async leaseAndRun(request: RunRequest, registered: RegisteredGraph, controller: AbortController, entry: ActiveRun): Promise<RunOutcome | RunDeclined> {
     const { context, agent } = request;
     const lease = await this.waitForThread(request, controller);
     if (!lease) return { declined: 'thread_busy' };
@@ -278,6 +308,8 @@ export class RunCoordinator {
       // nothing of the run is written, which would bring the thread's checkpoint back.
       const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
       if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${context.threadId}"`);
+      // From here its record is written by `execute`, whether it runs or is cancelled at once.
+      entry.started = true;
       const outcome = await this.execute(request, registered, controller, input, thread.messageCount);
       await this.afterRun({ context, agent, outcome, supersededByPerson: lease.yieldRequested.aborted, signal: lease.yieldRequested });
       return outcome;

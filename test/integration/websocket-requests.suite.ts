@@ -113,7 +113,7 @@ export function websocketRequestsSuite(backend: () => Backend): void {
       }
     });
 
-    it('accepted while another run holds the thread, then cancelled by its run id (HTTP, the WebSocket): it never starts, its sender is told; another user cannot (I12)', async () => {
+    it('accepted while another run holds the thread, then cancelled by its run id (HTTP, the WebSocket): it never starts, its sender is told, its record says cancelled; another user cannot (I12)', async () => {
       const { held, threadId, socket, frames, send } = await holdingThread();
       try {
         send({ type: 'message.send', threadId, content: 'never mind this', requestId: 'by-http' });
@@ -136,11 +136,14 @@ export function websocketRequestsSuite(backend: () => Backend): void {
         for (const release of GatedModel.held.splice(0)) release();
         await waitFor(() => frames.some((frame) => frame.type === 'run.end'), 10_000, 'the first run to end');
         socket.close();
-        // Neither started: no run, no record, no message of theirs in the thread.
+        // Neither started: no run, no message of theirs in the thread; their records say they were cancelled (Bob sees none).
         for (const runId of [byHttp, bySocket]) {
           expect(frames.some((frame) => frame.type === 'run.start' && frame.runId === runId)).toBe(false);
-          expect((await held.request('GET', `/api/runs/${runId}`)).status).toBe(404);
+          expect((await held.request('GET', `/api/runs/${runId}`)).body).toMatchObject({ id: runId, threadId, status: 'cancelled', trigger: 'user' });
+          expect((await held.request('GET', `/api/runs/${runId}`, { token: BOB.token })).status).toBe(404);
         }
+        const runs = (await held.request('GET', `/api/threads/${threadId}/runs`)).body.runs as Frame[];
+        expect(runs.filter((run) => run.status === 'cancelled').map((run) => run.id).sort()).toEqual([byHttp, bySocket].sort());
         const history = await held.request('GET', `/api/threads/${threadId}/history?include=internal`);
         expect(history.body.messages.map((message: Frame) => message.content)).not.toContain('never mind this');
         expect(history.body.messages.map((message: Frame) => message.content)).not.toContain('nor this');

@@ -14,6 +14,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 
 /** How long a finished run's stream waits for its run.end to come through the event bus. */
 const RUN_END_GRACE_MS = 10_000;
+/** The end of a run's stream when it was called off before it started. */
+const CANCELLED_BEFORE_START = { error: 'RUN_CANCELLED', message: 'the run was cancelled before it started' };
+
 /**
  * How often a follower of another instance's run asks whether that run has ended (one
  * primary-key read): the only sign of a queued run called off before it started, which
@@ -177,6 +180,9 @@ export class ProtocolRunManager {
         async (run) => {
           if (run.status === 'running') return;
           await delay(RUN_END_GRACE_MS, undefined, { ref: false }); // its run.end may still be on its way
+          // Called off by its id while it waited for its thread: recorded cancelled, it never
+          // started, so no run.start or run.end of it comes through. Said as for one unrecorded.
+          if (!ended && !started && run.status === 'cancelled') frames.push('error', CANCELLED_BEFORE_START);
           stop();
         },
         // Not recorded: still waiting for its thread, or called off before it started.
@@ -184,7 +190,7 @@ export class ProtocolRunManager {
           const row = await this.deps.store.getRun(shape.userId, shape.runId).catch(() => undefined);
           if (ended || (row?.state !== 'cancelled' && row?.state !== 'failed')) return;
           // As the instance that had it ends its own stream.
-          if (row.state === 'cancelled') frames.push('error', { error: 'RUN_CANCELLED', message: 'the run was cancelled before it started' });
+          if (row.state === 'cancelled') frames.push('error', CANCELLED_BEFORE_START);
           else frames.push('error', { error: 'INTERNAL', message: 'the run failed before it started' });
           stop();
         },
