@@ -539,6 +539,49 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(bob.runs.list(thread.thread_id))).toBe(404);
     });
 
+    it("I11, I12: history `before` a checkpoint the thread does not have is 404 CHECKPOINT_NOT_FOUND, not an empty page; Bob naming Alice's checkpoint gets the answer an unknown one gets", async () => {
+      const thread = await alice.threads.create();
+      for (const content of ['one', 'two']) await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content }] } });
+      const history = (body: Json, token?: string, threadId = thread.thread_id) => server.request('POST', `/threads/${threadId}/history`, { body, ...(token ? { token } : {}) });
+      // Checkpoints the thread has: what is before them, down to the empty thread (vigil-0, before which there is nothing).
+      const counts = async (before: unknown) => ((await alice.threads.getHistory<{ messages: Json[] }>(thread.thread_id, { before: before as never })) as Json[]).map((state) => state.values.messages.length);
+      expect(await counts({ configurable: { checkpoint_id: 'vigil-4' } })).toEqual([3, 2, 1, 0]);
+      expect(await counts({ configurable: { checkpoint_id: 'vigil-2' } })).toEqual([1, 0]);
+      expect((await history({ before: 'vigil-1' })).body.map((state: Json) => state.checkpoint.checkpoint_id)).toEqual(['vigil-0']);
+      expect((await history({ before: 'vigil-0' })).body).toEqual([]);
+      // Checkpoints it does not have, named as an id, a config or a checkpoint: refused, whatever the form.
+      const unknown = ['vigil-5', 'vigil-99999', 'vigil-04', 'garbage', ''];
+      for (const checkpoint of unknown) {
+        for (const before of [checkpoint, { configurable: { checkpoint_id: checkpoint } }, { thread_id: thread.thread_id, checkpoint_ns: '', checkpoint_id: checkpoint }]) {
+          const refused = await history({ before });
+          expect([refused.status, refused.body.error?.code], JSON.stringify(before)).toEqual([404, 'CHECKPOINT_NOT_FOUND']);
+        }
+      }
+      expect(await statusOf(alice.threads.getHistory(thread.thread_id, { before: { configurable: { checkpoint_id: 'vigil-5' } } }))).toBe(404);
+
+      // Bob, on his own thread (one turn: vigil-0 to vigil-2), names Alice's vigil-4: as unknown as any.
+      const bobs = await bob.threads.create();
+      await bob.runs.wait(bobs.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'mine' }] } });
+      const aliceCheckpoint = (await alice.threads.getState(thread.thread_id)).checkpoint.checkpoint_id;
+      expect(aliceCheckpoint).toBe('vigil-4');
+      const named = await history({ before: aliceCheckpoint }, BOB.token, bobs.thread_id);
+      const unknownToBob = await history({ before: 'vigil-99999' }, BOB.token, bobs.thread_id);
+      expect([named.status, named.body.error.code]).toEqual([404, 'CHECKPOINT_NOT_FOUND']);
+      expect(named.body.error.message.replace(aliceCheckpoint, '<id>')).toBe(unknownToBob.body.error.message.replace('vigil-99999', '<id>'));
+      // Bob on Alice's thread: not found, whether her checkpoint exists or not, as for a thread nobody has.
+      const nobodys = randomUUID();
+      const answers = await Promise.all([
+        history({ before: aliceCheckpoint }, BOB.token),
+        history({ before: 'vigil-99999' }, BOB.token),
+        history({ before: aliceCheckpoint }, BOB.token, nobodys),
+      ]);
+      expect(answers.map((answer) => [answer.status, answer.body.error.code, answer.body.error.message.replace(nobodys, thread.thread_id)])).toEqual(
+        Array(3).fill([404, 'THREAD_NOT_FOUND', `no thread "${thread.thread_id}"`]),
+      );
+      // Nothing was written by the refusals: Alice's history is as it was.
+      expect((await history({})).body.map((state: Json) => state.checkpoint.checkpoint_id)).toEqual(['vigil-4', 'vigil-3', 'vigil-2', 'vigil-1', 'vigil-0']);
+    });
+
     it('stream: metadata first, then every mode (values, updates, messages-tuple, messages, custom), each event with an id', async () => {
       const thread = await alice.threads.create();
       const events = await collect(

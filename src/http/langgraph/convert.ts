@@ -79,8 +79,9 @@ export function checkpointIdOf(count: number): string {
   return `vigil-${count}`;
 }
 
+/** The count a checkpoint id names, in the one form `checkpointIdOf` writes (`vigil-07` names none). */
 export function countOfCheckpointId(id: string): number | undefined {
-  const match = /^vigil-(\d+)$/.exec(id);
+  const match = /^vigil-(0|[1-9]\d*)$/.exec(id);
   return match ? Number(match[1]) : undefined;
 }
 

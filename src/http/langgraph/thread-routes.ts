@@ -166,7 +166,15 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       // `before`: a checkpoint id, a checkpoint, or a config naming one (configurable.checkpoint_id), as the SDK sends it.
       const beforeObject = typeof body.before === 'object' ? ((body.before.configurable as Json | undefined) ?? body.before) : undefined;
       const before = typeof body.before === 'string' ? body.before : typeof beforeObject?.checkpoint_id === 'string' ? beforeObject.checkpoint_id : undefined;
-      const start = before !== undefined ? (countOfCheckpointId(before) ?? 0) - 1 : messages.length;
+      let start = messages.length;
+      if (before !== undefined) {
+        // A checkpoint the thread does not have is refused, as GET /state/{checkpoint_id} refuses it:
+        // an empty page would read as "nothing before it". The thread was found first (another
+        // user's is THREAD_NOT_FOUND above), and ids are counts, so nothing of another thread shows.
+        const count = countOfCheckpointId(before);
+        if (count === undefined || count > messages.length) throw new VigilError('CHECKPOINT_NOT_FOUND', `no checkpoint "${before}" on thread "${thread.id}"`);
+        start = count - 1;
+      }
       const latest = await waiting(userId, thread.id);
       const states: Json[] = [];
       for (let count = start; count >= 0 && states.length < body.limit; count -= 1) states.push(withInterrupt(toState(thread, messages, count, count === messages.length ? latest : {})));
