@@ -132,7 +132,7 @@ export class ConversationService {
     const gone = new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
     await this.coordinator.withThreadCleared(userId, threadId, { cancelled: DELETED_REASON, gone }, async () => {
       await this.storage.checkpointer.deleteThread(threadId);
-      if (!(await this.storage.threads.delete(userId, threadId, this.clock.now().toISOString()))) throw gone;
+      if (!(await this.storage.threads.delete(userId, threadId))) throw gone;
     });
     this.logger.info({ threadId }, 'thread deleted');
     for (const hook of this.threadGoneHooks) {

@@ -10,7 +10,7 @@ const HOOK_LIST_BOUND = 10_000;
 /**
  * What deleting an agent or a thread stops, outside the transaction that deletes it.
  *
- * A thread's own rows, and what would start runs on it (its pending follow-ups, the
+ * A thread's own rows, and what would start runs on it (its follow-ups, the
  * schedules and webhooks bound to it), go in the thread's deletion transaction
  * (ThreadRepository.delete): nothing of them changes unless the thread goes. Once it is
  * gone, its events go too (they hold what was said in it).
@@ -40,7 +40,7 @@ export function wireDeletionCascade(parts: { agents: AgentService; conversations
     for (const hook of await hooks.list(agent.userId, HOOK_LIST_BOUND)) {
       if (hook.agentId === agent.id) await hooks.delete(agent.userId, hook.id);
     }
-    // Each thread through deleteThread, so its follow-up is cancelled too.
+    // Each thread through deleteThread, so its follow-ups go too.
     await conversations.deleteThreadsOf(agent.userId, agent.id);
   });
 }

@@ -139,10 +139,10 @@ export interface ThreadRepository {
   rename(userId: string, threadId: string, title: string | null): Promise<ThreadRecord | undefined>;
   /**
    * Delete the thread, its projected messages and, in the same transaction, what other
-   * features keep of it or would start on it (pending follow-ups, bound schedules and
+   * features keep of it or would start on it (its follow-ups, bound schedules and
    * webhooks, plans, approvals…): all of it goes, or none. False when it is not the user's (I12).
    */
-  delete(userId: string, threadId: string, now: Iso): Promise<boolean>;
+  delete(userId: string, threadId: string): Promise<boolean>;
   /** Ids of the user's threads with this agent (for deleting an agent). */
   listIdsByAgent(userId: string, agentId: string): Promise<string[]>;
 }

@@ -5,6 +5,7 @@ import type { SqlContext } from '../../src/adapters/sql/database.js';
 import { SqlProtocolStore } from '../../src/adapters/sql/protocol-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
+import { FOLLOW_UP_QUEUE } from '../../src/app/autonomy/autonomy-dependencies.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -153,7 +154,7 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(404);
       expect((await server.request('GET', `/api/schedules/${schedule.body.id}`)).status).toBe(404);
       expect((await server.request('GET', `/api/hooks/${hook.body.id}`)).status).toBe(404);
-      expect(await timers().getForUser(ALICE.id, timerId)).toMatchObject({ state: 'cancelled', stateReason: 'thread deleted' });
+      expect(await timers().getForUser(ALICE.id, timerId)).toBeUndefined();
       // Everything of another agent stays.
       expect((await server.request('GET', `/api/threads/${keptThread}`)).status).toBe(200);
       expect((await server.request('GET', `/api/schedules/${keptSchedule.body.id}`)).status).toBe(200);
@@ -208,7 +209,7 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       expect((await server.request('GET', `/api/threads/${threadId}`)).body.title).toBe('mine');
     });
 
-    it('deletes a thread with its messages and checkpoints, and cancels its pending follow-up and bound schedules', async () => {
+    it('deletes a thread with its messages and checkpoints, its follow-ups and bound schedules', async () => {
       const agentId = await newAgent(ALICE.token, { autonomy: slowFollowUps });
       const threadId = await newThread(agentId);
       const sent = await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: 'hello' } });
@@ -223,7 +224,7 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(404);
       expect((await server.request('GET', `/api/threads/${threadId}/history`)).status).toBe(404);
       expect((await server.request('GET', '/api/threads?limit=100')).body.threads.map((thread: Json) => thread.id)).not.toContain(threadId);
-      expect(await timers().getForUser(ALICE.id, timerId)).toMatchObject({ state: 'cancelled' });
+      expect(await timers().getForUser(ALICE.id, timerId)).toBeUndefined();
       expect((await server.request('GET', `/api/schedules/${bound.body.id}`)).status).toBe(404);
       expect(await server.storage.checkpointer.getTuple({ configurable: { thread_id: threadId } })).toBeUndefined();
       const page = await server.storage.threads.history(ALICE.id, threadId, { visibility: 'all', limit: 10 });
@@ -234,6 +235,57 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
       }
       // The agent itself stays usable.
       expect((await server.request('GET', `/api/agents/${agentId}`)).status).toBe(200);
+    });
+  });
+
+  describe('a thread made again with a deleted thread\'s id', () => {
+    it("I5, I7, I12: starts clean: the old thread's follow-ups (cancelled, fired) are not listed, not cancellable, not counted against its caps, and their jobs fire nothing; Bob sees none of it", async () => {
+      const agentId = await newAgent(ALICE.token, { autonomy: { ...slowFollowUps, maxPerSilence: 2 } });
+      // The LangGraph protocol lets a client choose a thread's id, so a deleted one comes back.
+      const threadId = randomUUID();
+      await server.services.conversations.createThread(ALICE.id, { id: threadId, agentId });
+      // The old thread's first follow-up fired (its run never recorded: a process killed after the
+      // claim, I7), and its second waits.
+      const fired = await pendingTimer(threadId);
+      expect(await timers().transition(fired, 'pending', 'fired', { runId: randomUUID(), firedAt: new Date().toISOString(), stateReason: null }, new Date().toISOString())).toMatchObject({ state: 'fired' });
+      const waiting = await pendingTimer(threadId);
+      expect(await timers().getForUser(ALICE.id, waiting)).toMatchObject({ attempt: 2 });
+      const listing = async (token = ALICE.token) => server.request('GET', `/api/threads/${threadId}/timers?state=all&limit=100`, { token });
+      expect((await listing()).body.timers.map((timer: Json) => [timer.id, timer.state])).toEqual([
+        [waiting, 'pending'],
+        [fired, 'fired'],
+      ]);
+
+      expect((await server.request('DELETE', `/api/threads/${threadId}`)).status).toBe(204);
+      await server.services.conversations.createThread(ALICE.id, { id: threadId, agentId });
+
+      expect((await listing()).body).toEqual({ timers: [] });
+      expect((await server.request('GET', `/api/threads/${threadId}/autonomy`)).body).toMatchObject({ pending: [] });
+      for (const timerId of [waiting, fired]) {
+        const cancel = await server.request('DELETE', `/api/threads/${threadId}/timers/${timerId}`);
+        expect([cancel.status, cancel.body.error.code]).toEqual([404, 'TIMER_NOT_FOUND']);
+      }
+      // The old follow-ups' jobs, delivered again, start nothing on the new thread (I7).
+      for (const [attempt, timerId] of [waiting, fired].entries()) {
+        await server.services.autonomy.fire({ id: randomUUID(), queue: FOLLOW_UP_QUEUE, key: timerId, dueAt: new Date().toISOString(), payload: { timerId }, attempt: attempt + 2 });
+      }
+      expect((await server.request('GET', `/api/threads/${threadId}/runs`)).body.runs).toEqual([]);
+      expect((await server.request('GET', `/api/threads/${threadId}/history`)).body.messages).toEqual([]);
+      // Its first follow-up is the first of its silence: the old thread's fired one counts for nothing (I5).
+      const first = await pendingTimer(threadId);
+      expect((await listing()).body.timers.map((timer: Json) => [timer.id, timer.state, timer.attempt])).toEqual([[first, 'pending', 1]]);
+
+      // Bob: the thread is not found, as one nobody has; its timer is not his to cancel.
+      const nobodys = randomUUID();
+      for (const path of [`/api/threads/${threadId}/timers?state=all`, `/api/threads/${threadId}/autonomy`]) {
+        const bobs = await server.request('GET', path, { token: BOB.token });
+        const nobody = await server.request('GET', path.replace(threadId, nobodys), { token: BOB.token });
+        expect([bobs.status, bobs.body.error.code]).toEqual([404, 'THREAD_NOT_FOUND']);
+        expect(bobs.body.error.message.replace(threadId, nobodys)).toBe(nobody.body.error.message);
+      }
+      const bobsCancel = await server.request('DELETE', `/api/threads/${threadId}/timers/${first}`, { token: BOB.token });
+      expect([bobsCancel.status, bobsCancel.body.error.code]).toEqual([404, 'THREAD_NOT_FOUND']);
+      expect(await timers().getForUser(ALICE.id, first)).toMatchObject({ state: 'pending' });
     });
   });
 
@@ -292,7 +344,7 @@ export function agentThreadCrudSuite(backend: () => Backend): void {
 
       expect((await server.request('DELETE', `/api/threads/${threadId}`)).status).toBe(204);
       expect((await server.request('GET', `/api/threads/${threadId}`)).status).toBe(404);
-      expect(await timers().getForUser(ALICE.id, timerId)).toMatchObject({ state: 'cancelled', stateReason: 'thread deleted' });
+      expect(await timers().getForUser(ALICE.id, timerId)).toBeUndefined();
       expect((await server.request('GET', `/api/schedules/${schedule.body.id}`)).status).toBe(404);
       expect((await server.request('GET', `/api/hooks/${hook.body.id}`)).status).toBe(404);
       expect(await protocol.threadMetadata(ALICE.id, threadId)).toEqual({});

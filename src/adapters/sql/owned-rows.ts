@@ -5,7 +5,6 @@
  * thread's through the LangGraph protocol).
  */
 import type { Transaction } from 'kysely';
-import type { Iso } from '../../app/ports.js';
 import type { ApprovalTables } from './approval-repository.js';
 import type { CheckInTables } from './check-in-repository.js';
 import type { Database } from './database.js';
@@ -16,10 +15,6 @@ import type { ProtocolTables } from './protocol-repository.js';
 import type { ScheduleTables } from './schedule-repository.js';
 import type { TelegramTables } from './telegram-tables.js';
 import type { TimerTables } from './timer-tables.js';
-import { isoForDatabase } from './values.js';
-
-/** The state reason of a follow-up cancelled because its thread was deleted. */
-const THREAD_DELETED_REASON = 'thread deleted';
 
 /**
  * What a thread's deletion must keep of it, in the transaction that deletes it and before
@@ -60,16 +55,16 @@ export async function keepThreadAcceptedDeliveries(trx: Transaction<Database>, u
  * the agent's, and the person deletes them on their own); they no longer name the thread,
  * only the run (whose record stays).
  * What would start runs on the thread goes here too, not before the transaction: its
- * pending follow-ups are cancelled, and the schedules and webhooks bound to it go, with
+ * follow-ups (all of them, settled ones too), and the schedules and webhooks bound to it, with
  * its LangGraph protocol metadata. Done before it (as it was), a deletion that then failed
  * (the server stopping while it waited for the thread, a database error) left the thread
  * without them; done after the commit, a process that died in between left schedules and
  * webhooks that name a thread nobody has, and metadata that a thread made later with the
  * same id would inherit.
- * Jobs armed for these rows find nothing (or a settled timer) and do nothing. Runs stay as
+ * Jobs armed for these rows find nothing and do nothing. Runs stay as
  * the record of what happened.
  */
-export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: string, threadId: string, now: Iso): Promise<void> {
+export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: string, threadId: string): Promise<void> {
   const db = trx.withTables<PlanTables & ApprovalTables & CheckInTables & TelegramTables & TimerTables & ScheduleTables & HookTables & ProtocolTables>();
   // Milestones and tool calls go with their plan (ON DELETE CASCADE).
   await db.deleteFrom('plans').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
@@ -77,14 +72,13 @@ export async function deleteThreadOwnedRows(trx: Transaction<Database>, userId: 
   await db.deleteFrom('check_ins').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.deleteFrom('telegram_chats').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   await db.updateTable('memories').set({ thread_id: null }).where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
-  // Settled, not deleted: the record stays until retention, as a cancelled follow-up's does.
-  await db
-    .updateTable('timers')
-    .set({ state: 'cancelled', state_reason: THREAD_DELETED_REASON, updated_at: isoForDatabase(now) })
-    .where('user_id', '=', userId)
-    .where('thread_id', '=', threadId)
-    .where('state', '=', 'pending')
-    .execute();
+  // Its follow-ups, whatever their state: keyed by thread id, they were a thread made later
+  // with this id's own (listed as its timers, counted against its per-silence and per-day
+  // caps), and a fired one whose run never finished was recovered into it, a follow-up of a
+  // conversation the person had deleted. A job still armed for one finds no timer and does
+  // nothing (follow-up-firer.ts); the agent's daily model-call budget is autonomy_usage's,
+  // which stays.
+  await db.deleteFrom('timers').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();
   // Its pause and its last person's message: keyed by thread id alone, a thread made later
   // with this id (by anyone: the protocol lets a client choose it) would inherit them.
   await db.deleteFrom('autonomy_threads').where('user_id', '=', userId).where('thread_id', '=', threadId).execute();

@@ -61,7 +61,7 @@ export class SqlRetentionRepository implements RetentionStore {
         // the one it was scheduled against): the per-silence cap counts those rows (I5), so
         // without them a thread silent for longer than the window got its follow-ups again
         // after every pass. They are bounded by the cap, per thread; a person's next message
-        // (or the thread's deletion) releases them.
+        // releases them (the thread's deletion deletes them).
         const result = await db
           .deleteFrom('timers')
           .where(

@@ -140,13 +140,13 @@ export class SqlThreadRepository implements ThreadRepository {
     return row === undefined ? undefined : toThreadRecord(row);
   }
 
-  async delete(userId: string, threadId: string, now: Iso): Promise<boolean> {
+  async delete(userId: string, threadId: string): Promise<boolean> {
     return this.#context.transaction(async (trx) => {
       await keepThreadAcceptedDeliveries(trx, userId, threadId);
       // Messages go by ON DELETE CASCADE (SQLite runs with foreign_keys = ON).
       const result = await trx.deleteFrom('threads').where('id', '=', threadId).where('user_id', '=', userId).executeTakeFirst();
       if (result.numDeletedRows === 0n) return false;
-      await deleteThreadOwnedRows(trx, userId, threadId, now);
+      await deleteThreadOwnedRows(trx, userId, threadId);
       return true;
     });
   }

@@ -183,7 +183,7 @@ export class AutonomyService {
     return this.scheduler.plan({ agent, threadId, userId, reply, fallbackTrigger: 'check_in', sourceRunId: null, signal: new AbortController().signal });
   }
 
-  /** The thread's pending follow-up must not fire (a person's message, a pause; a deletion cancels it in its own transaction). */
+  /** The thread's pending follow-up must not fire (a person's message, a pause; a deletion deletes it in its own transaction). */
   private async cancelPending(threadId: string, reason: string): Promise<void> {
     const cancelled = await this.deps.timers.cancelPending(threadId, reason, this.deps.clock.now().toISOString());
     for (const timer of cancelled) await this.afterCancel(timer, reason);

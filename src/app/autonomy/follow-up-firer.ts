@@ -53,7 +53,8 @@ export class FollowUpFirer {
     const timerId = typeof job.payload.timerId === 'string' ? job.payload.timerId : job.key;
     const timer = await this.deps.timers.get(timerId);
     const log = this.deps.logger.child({ timerId, jobId: job.id, delivery: job.attempt, ...(timer ? { threadId: timer.threadId } : {}) });
-    if (!timer) return log.warn('a follow-up job names no timer; nothing to do');
+    // Its thread was deleted, and the timer with it (owned-rows.ts): nothing of it may fire.
+    if (!timer) return log.debug('a follow-up job names no timer (its thread was deleted); nothing to do');
     if (timer.state === 'pending') return this.fire(timer, log);
     if (timer.state === 'fired') return this.recover(timer, log);
     log.debug({ state: timer.state, reason: timer.stateReason }, 'follow-up timer already settled; nothing to do');
