@@ -64,7 +64,7 @@ export function mcpToolsSuite(backend: () => Backend): void {
     const thread = await harness.thread(agent);
     const outcome = await harness.say(thread, `Please use ${tool}`);
     const plan = (await harness.plans.listByThread(USER, thread.id, { limit: 1 }))[0]!;
-    return { agent, outcome, plan, calls: await harness.plans.listToolCalls(USER, plan.id, { limit: 10 }), model };
+    return { agent, outcome, plan, calls: (await harness.plans.listToolCalls(USER, plan.id, { limit: 10 })).toolCalls, model };
   }
 
   it('an MCP tool served over stdio is listed and called, and the call is recorded', async () => {

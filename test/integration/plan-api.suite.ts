@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { PlanTables } from '../../src/adapters/sql/plan-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { ALICE, BOB, parseSse, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { approve, execute, noKnowledge, revise, step, strategicPlan, tacticalPlan } from '../helpers/planner-scripts.js';
 import { always, ScriptedChatModel } from '../helpers/scripted-model.js';
@@ -194,6 +197,50 @@ export function planApiSuite(backend: () => Backend): void {
     expect(list.body.plans.map((plan: { status: string }) => plan.status)).toEqual(['stopped']);
     const runs = await server.request('GET', `/api/threads/${thread.id}/runs`);
     expect(runs.body.runs[0]).toMatchObject({ reason });
+  });
+
+  it("plan detail shows the latest 500 tool calls, oldest first, and a cursor pages back to the first; another user's plan is not found, cursor or not (I11, I12)", async () => {
+    model = fullScript();
+    const thread = await plannerAgent('busy-planner');
+    expect((await server.request('POST', `/api/threads/${thread.id}/messages`, { body: { content: 'Organise my trip' } })).status).toBe(200);
+    const planId = (await server.request('GET', `/api/threads/${thread.id}/plans`)).body.plans[0].id as string;
+    // As if resumed many times: 1,203 more tool calls after the run's two (seq 3 to 1205), each resume a run of its own.
+    const db = (server.storage as SqlStorage).context.db.withTables<PlanTables>();
+    const calls = Array.from({ length: 1203 }, (_, index) => {
+      const seq = index + 3;
+      const at = new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString();
+      return { id: randomUUID(), plan_id: planId, run_id: `resume-${Math.floor(seq / 50)}`, milestone_id: null, step_index: null, seq, tool: 'current_time', args: '{}', status: 'succeeded', output: `call ${seq}`, error: null, started_at: at, ended_at: at };
+    });
+    for (let start = 0; start < calls.length; start += 100) await db.insertInto('plan_tool_calls').values(calls.slice(start, start + 100)).execute();
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+    const seqs = (body: { toolCalls: Array<{ seq: number }> }) => body.toolCalls.map((call) => call.seq);
+
+    const latest = await server.request('GET', `/api/plans/${planId}`);
+    expect(latest.status).toBe(200);
+    expect(seqs(latest.body)).toEqual(range(706, 1205));
+    expect(latest.body.toolCalls.at(-1)).toMatchObject({ seq: 1205, tool: 'current_time', output: 'call 1205' });
+    expect(latest.body).toMatchObject({ id: planId, status: 'completed', toolCallsNextCursor: expect.any(String) });
+    const older = await server.request('GET', `/api/plans/${planId}?toolCallsCursor=${latest.body.toolCallsNextCursor}`);
+    expect(seqs(older.body)).toEqual(range(206, 705));
+    const oldest = await server.request('GET', `/api/plans/${planId}?toolCallsCursor=${older.body.toolCallsNextCursor}`);
+    expect(seqs(oldest.body)).toEqual(range(1, 205));
+    expect(oldest.body.toolCalls.slice(0, 2).map((call: { tool: string }) => call.tool)).toEqual(['current_time', 'memory_write']);
+    expect(oldest.body.toolCallsNextCursor).toBeNull();
+    const few = await server.request('GET', `/api/plans/${planId}?toolCallsLimit=2`);
+    expect([seqs(few.body), typeof few.body.toolCallsNextCursor]).toEqual([[1204, 1205], 'string']);
+
+    // I11: a cursor vigil did not give (a history cursor included) and a limit out of range are refused.
+    const historyCursor = Buffer.from(JSON.stringify({ s: 10 })).toString('base64url');
+    for (const query of ['toolCallsCursor=garbage!', `toolCallsCursor=${historyCursor}`, 'toolCallsLimit=501', 'toolCallsLimit=0', 'limit=5']) {
+      const refused = await server.request('GET', `/api/plans/${planId}?${query}`);
+      expect([refused.status, refused.body.error.code], query).toEqual([400, 'VALIDATION_FAILED']);
+    }
+    // I12: Bob gets what a plan nobody has gets, with or without Alice's cursor.
+    const nobodys = await server.request('GET', `/api/plans/no-such-plan?toolCallsCursor=${latest.body.toolCallsNextCursor}`, { token: BOB.token });
+    for (const query of ['', `?toolCallsCursor=${latest.body.toolCallsNextCursor}`, '?toolCallsLimit=1']) {
+      const bobs = await server.request('GET', `/api/plans/${planId}${query}`, { token: BOB.token });
+      expect([bobs.status, bobs.body.error.code, bobs.body.error.message.replace(planId, 'no-such-plan')]).toEqual([404, 'PLAN_NOT_FOUND', nobodys.body.error.message]);
+    }
   });
 
   it('lists the plan routes in the OpenAPI document', async () => {

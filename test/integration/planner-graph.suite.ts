@@ -120,7 +120,7 @@ export function plannerGraphSuite(backend: () => Backend): void {
       ]);
       expect(stored!.knowledge?.results).toEqual([{ query: 'What food does Alice like?', answer: 'Ramen', sources: ['memory'], confidence: 0.9 }]);
 
-      const calls = await harness.plans.listToolCalls(USER, stored!.id, { limit: 50 });
+      const calls = (await harness.plans.listToolCalls(USER, stored!.id, { limit: 50 })).toolCalls;
       expect(calls.map((call) => [call.seq, call.tool, call.status])).toEqual([
         [1, 'memory_search', 'succeeded'],
         [2, 'current_time', 'succeeded'],
@@ -278,7 +278,7 @@ export function plannerGraphSuite(backend: () => Backend): void {
       const { plan: stored, thread } = await plan(script, 'Call the API', { fetch: { allowedHosts: ['127.0.0.1'] } });
       expect(siteRequests).toContain(`/token?api_key=${apiKey}`); // the tool itself used the real key
 
-      const calls = await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 });
+      const calls = (await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 })).toolCalls;
       const served = await harness.service.detail(USER, stored!.id); // what GET /api/plans/:id returns
       const state = await harness.state(thread.id);
       for (const text of [JSON.stringify(calls), JSON.stringify(served), JSON.stringify(state.planner.toolResults)]) {
@@ -382,7 +382,7 @@ export function plannerGraphSuite(backend: () => Backend): void {
       const reason = 'tool-call budget spent: 1 tool calls this run (limit 1)';
       expect(outcome.run.reason).toBe(reason);
       expectStopAnnounced(events, reason);
-      const calls = await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 });
+      const calls = (await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 })).toolCalls;
       expect(calls.map((call) => [call.tool, call.status, call.error])).toEqual([
         ['current_time', 'succeeded', null],
         ['current_time', 'refused', reason],
@@ -406,7 +406,7 @@ export function plannerGraphSuite(backend: () => Backend): void {
       expect(outcome.run.reason).toBe(reason);
       expectStopAnnounced(events, reason);
       expect(path.at(-3)).toBe(NODES.executor); // tactical_executor → complete: a stop, not the end of the plan
-      const calls = await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 });
+      const calls = (await harness.plans.listToolCalls(USER, stored!.id, { limit: 10 })).toolCalls;
       expect(calls.map((call) => call.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'refused']);
       // The stored plan keeps the step running, so a resume continues it: recall → tactical_executor.
       const resumed = await resume(
@@ -621,7 +621,7 @@ export function plannerGraphSuite(backend: () => Backend): void {
       expect(JSON.stringify(second.callsOf('tactical_plan')[0]!.messages.at(-1)?.content)).toContain('Part two');
       expect(second.callsOf('knowledge_plan')).toHaveLength(0);
       expect(second.callsOf('strategic_plan')).toHaveLength(0);
-      const calls = await harness.plans.listToolCalls(USER, stopped!.id, { limit: 10 });
+      const calls = (await harness.plans.listToolCalls(USER, stopped!.id, { limit: 10 })).toolCalls;
       expect(calls.map((call) => [call.seq, call.milestoneId])).toEqual([
         [1, stopped!.milestones[0]!.id],
         [2, stopped!.milestones[1]!.id],

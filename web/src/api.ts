@@ -33,7 +33,8 @@ export type ThreadContext = z.infer<typeof threadContextDto>;
 export type { ApprovalDecisionBody };
 export type Plan = z.infer<typeof planDto>;
 export type ToolCall = z.infer<typeof toolCallDto>;
-export type PlanDetail = Plan & { toolCalls: ToolCall[] };
+/** A plan with its latest tool calls (GET /api/plans/:planId): older ones are a toolCallsCursor away. */
+export type PlanDetail = Plan & { toolCalls: ToolCall[]; toolCallsNextCursor: string | null };
 export type Tool = z.infer<typeof toolDto>;
 export type AgentTools = { tools: Tool[]; unavailable: Array<{ server: string; error: string }> };
 export type { PlannerSettings };

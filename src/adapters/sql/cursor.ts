@@ -48,6 +48,22 @@ export function decodeMessageCursor(cursor: string): MessageCursor {
   return { seq };
 }
 
+/** A plan's tool call, by its seq (its own shape: a message cursor is not one). */
+export interface ToolCallCursor {
+  seq: number;
+}
+
+export function encodeToolCallCursor(cursor: ToolCallCursor): string {
+  return encode({ t: cursor.seq });
+}
+
+export function decodeToolCallCursor(cursor: string): ToolCallCursor {
+  const value = decode(cursor);
+  const seq = value.t;
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || seq > MAX_SEQ || Object.keys(value).length !== 1) throw invalidCursor();
+  return { seq };
+}
+
 function encode(value: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }

@@ -14,9 +14,11 @@ import type {
   PlanRecord,
   PlanRepository,
   PlanStatus,
+  ToolCallPage,
   ToolCallRecord,
   ToolCallStatus,
 } from '../../app/plans/plan-ports.js';
+import { decodeToolCallCursor, encodeToolCallCursor } from './cursor.js';
 import { tacticalStepStateSchema } from '../../domain/planner/planner-state.js';
 import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
@@ -263,17 +265,27 @@ export class SqlPlanRepository implements PlanRepository {
     return { ...call, seq };
   }
 
-  async listToolCalls(userId: string, planId: string, options: { limit: number }): Promise<ToolCallRecord[]> {
+  async listToolCalls(userId: string, planId: string, options: { limit: number; cursor?: string | undefined }): Promise<ToolCallPage> {
+    const limit = checkLimit(options.limit);
+    const before = options.cursor === undefined ? undefined : decodeToolCallCursor(options.cursor);
+    // Keyset on seq (the (plan_id, seq) unique index), newest first, one row more than asked
+    // to learn whether older ones remain: a plan resumed many times is read from its end.
     const rows = await this.#db
       .selectFrom('plan_tool_calls')
       .innerJoin('plans', 'plans.id', 'plan_tool_calls.plan_id')
       .selectAll('plan_tool_calls')
       .where('plans.user_id', '=', userId)
       .where('plan_tool_calls.plan_id', '=', planId)
-      .orderBy('plan_tool_calls.seq', 'asc')
-      .limit(checkLimit(options.limit))
+      .$if(before !== undefined, (query) => query.where('plan_tool_calls.seq', '<', before!.seq))
+      .orderBy('plan_tool_calls.seq', 'desc')
+      .limit(limit + 1)
       .execute();
-    return rows.map(toToolCallRecord);
+    const page = rows.slice(0, limit).reverse();
+    const oldest = page[0];
+    return {
+      toolCalls: page.map(toToolCallRecord),
+      nextCursor: rows.length > limit && oldest !== undefined ? encodeToolCallCursor({ seq: Number(oldest.seq) }) : null,
+    };
   }
 
   async #milestonesOf(planIds: string[]): Promise<Map<string, MilestoneRecord[]>> {

@@ -149,7 +149,15 @@ export interface PlanRepository {
   replacePendingMilestones(planId: string, milestones: NewMilestone[], now: Iso): Promise<MilestoneRecord[]>;
   updateMilestone(planId: string, milestoneId: string, patch: MilestonePatch, now: Iso): Promise<void>;
   recordToolCall(call: NewToolCall): Promise<ToolCallRecord>;
-  listToolCalls(userId: string, planId: string, options: { limit: number }): Promise<ToolCallRecord[]>;
+  /** The plan's latest tool calls (before the cursor's, when given), oldest first within the page; none for another user's plan (I12). */
+  listToolCalls(userId: string, planId: string, options: { limit: number; cursor?: string | undefined }): Promise<ToolCallPage>;
+}
+
+export interface ToolCallPage {
+  /** Oldest first within the page. */
+  toolCalls: ToolCallRecord[];
+  /** Cursor for the next older page, or null at the plan's first tool call. */
+  nextCursor: string | null;
 }
 
 /**

@@ -14,9 +14,15 @@ import type { PlanRecord, PlanRepository, ToolCallRecord } from './plan-ports.js
 
 export const OPEN_PLAN_STATUSES: ReadonlySet<PlanRecord['status']> = new Set(['planning', 'active', 'stopped']);
 
+/** How many tool calls a plan's detail shows at most, the latest first (a page of them). */
+export const PLAN_TOOL_CALL_PAGE = 500;
+
 export interface PlanDetail {
   plan: PlanRecord;
+  /** Its latest tool calls (or those before the cursor asked for), oldest first. */
   toolCalls: ToolCallRecord[];
+  /** Cursor for the older ones, or null when these reach back to its first. */
+  toolCallsNextCursor: string | null;
 }
 
 /** Plans as people see and drive them: list, inspect, resume; and the planner's tools and settings. */
@@ -48,9 +54,10 @@ export class PlanService {
     return plan;
   }
 
-  async detail(userId: string, planId: string, toolCallLimit = 500): Promise<PlanDetail> {
+  async detail(userId: string, planId: string, options: { toolCallLimit?: number | undefined; toolCallCursor?: string | undefined } = {}): Promise<PlanDetail> {
     const plan = await this.get(userId, planId);
-    return { plan, toolCalls: await this.deps.plans.listToolCalls(userId, planId, { limit: toolCallLimit }) };
+    const page = await this.deps.plans.listToolCalls(userId, planId, { limit: options.toolCallLimit ?? PLAN_TOOL_CALL_PAGE, cursor: options.toolCallCursor });
+    return { plan, toolCalls: page.toolCalls, toolCallsNextCursor: page.nextCursor };
   }
 
   /**

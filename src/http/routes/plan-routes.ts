@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { PlanRecord, ToolCallRecord } from '../../app/plans/plan-ports.js';
-import type { PlanService } from '../../app/plans/plan-service.js';
+import { PLAN_TOOL_CALL_PAGE, type PlanService } from '../../app/plans/plan-service.js';
 import { plannerSettingsSchema } from '../../domain/planner/planner-settings.js';
 import type { HttpDependencies } from '../http-dependencies.js';
 import { agentParams, errorBody, idParam, messageDto, runDto, threadParams } from '../schemas.js';
@@ -10,6 +10,12 @@ import { answerRun, wantsEventStream } from '../sse.js';
 
 const planParams = z.object({ planId: idParam }).strict();
 const listPlansQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }).strict();
+const planDetailQuery = z
+  .object({
+    toolCallsLimit: z.coerce.number().int().min(1).max(PLAN_TOOL_CALL_PAGE).default(PLAN_TOOL_CALL_PAGE).describe(`how many tool calls at most (${PLAN_TOOL_CALL_PAGE} unless asked for fewer)`),
+    toolCallsCursor: z.string().max(512).optional().describe("an answer's toolCallsNextCursor: the tool calls before that page's"),
+  })
+  .strict();
 
 const stepDto = z.object({ description: z.string(), tools: z.array(z.string()), expectedOutcome: z.string(), status: z.string(), result: z.string().nullable() });
 const milestoneDto = z.object({
@@ -121,14 +127,22 @@ export function planRoutes(plans: PlanService, deps: HttpDependencies): FastifyP
       {
         schema: {
           tags: ['plans'],
-          description: 'A plan with its milestones, steps, knowledge, heartbeat state and the tool calls it made (the first 500, in order).',
+          description: `A plan with its milestones, steps, knowledge, heartbeat state and the tool calls it made: its latest ${PLAN_TOOL_CALL_PAGE} (or toolCallsLimit), oldest first; toolCallsNextCursor, given back as toolCallsCursor, pages back to older ones.`,
           params: planParams,
-          response: { 200: planDto.extend({ toolCalls: z.array(toolCallDto) }), 404: errorBody },
+          querystring: planDetailQuery,
+          response: {
+            200: planDto.extend({
+              toolCalls: z.array(toolCallDto),
+              toolCallsNextCursor: z.string().nullable().describe('the cursor for the tool calls before these, or null when these reach back to the first'),
+            }),
+            400: errorBody,
+            404: errorBody,
+          },
         },
       },
       async (request) => {
-        const detail = await plans.detail(request.userId, request.params.planId);
-        return { ...toPlanDto(detail.plan), toolCalls: detail.toolCalls.map(toToolCallDto) };
+        const detail = await plans.detail(request.userId, request.params.planId, { toolCallLimit: request.query.toolCallsLimit, toolCallCursor: request.query.toolCallsCursor });
+        return { ...toPlanDto(detail.plan), toolCalls: detail.toolCalls.map(toToolCallDto), toolCallsNextCursor: detail.toolCallsNextCursor };
       },
     );
 
