@@ -25,12 +25,14 @@ export class GatedModel extends BaseChatModel {
     return this;
   }
   override async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    refuseAfterTool(messages);
     const calls = toolCalls(messages);
     if (calls.length > 0) return { generations: [{ text: '', message: new AIMessage({ content: '', tool_calls: calls.map((call) => ({ ...call, type: 'tool_call' as const })) }) }] };
     const text = reply(messages);
     return { generations: [{ text, message: new AIMessage(text) }] };
   }
   override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+    refuseAfterTool(messages);
     const calls = toolCalls(messages);
     if (calls.length > 0) {
       yield new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: '', tool_call_chunks: calls.map((call, index) => ({ name: call.name, args: JSON.stringify(call.args), id: call.id, index, type: 'tool_call_chunk' as const })) }) });
@@ -50,6 +52,12 @@ export class GatedModel extends BaseChatModel {
       }
     }
   }
+}
+
+/** A person's text with `[fail]`: the model call after a tool result is refused (a 400: not retried), so that run fails. */
+function refuseAfterTool(messages: BaseMessage[]): void {
+  const last = messages.at(-1);
+  if (last && ToolMessage.isInstance(last) && lastHuman(messages).includes('[fail]')) throw Object.assign(new Error('the model refused the call'), { status: 400 });
 }
 
 function lastHuman(messages: BaseMessage[]): string {
@@ -805,6 +813,29 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(resumed.__interrupt__).toBeUndefined();
       expect(await pendingOf()).toEqual(expect.arrayContaining(['approved', 'edited']));
       expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content).sort()).toEqual(['likes marmalade', 'likes tea']);
+    });
+
+    it('I16: a resume whose continuing run fails is an error to runs.wait (__error__, the SDK throws), as a failed run is; the run says error', async () => {
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Careful, failing' });
+      await server.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+      const thread = await alice.threads.create();
+      const waiting = (await alice.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note [remember:likes figs] [fail]' }] } })) as Json;
+      expect(waiting.__interrupt__).toHaveLength(1);
+      // Another user can neither resume it nor see it (I12).
+      expect(await statusOf(bob.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } }))).toBe(404);
+      let runId: string | undefined;
+      const resumed = alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } }, onRunCreated: (created) => (runId = created.run_id) });
+      await expect(resumed).rejects.toThrow(/MODEL_ERROR/);
+      // The approved call ran once before the model failed; the run that continued the thread failed, and its protocol run says so.
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes figs']);
+      expect((await alice.runs.get(thread.thread_id, runId!)).status).toBe('error');
+      expect(await statusOf(bob.runs.get(thread.thread_id, runId!))).toBe(404);
+      // Without raiseError the values come with the error, as LangGraph's wait answers them.
+      const again = await alice.threads.create();
+      await alice.runs.wait(again.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note [remember:likes kiwis] [fail]' }] } });
+      const answered = (await alice.runs.wait(again.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'reject' }] } }, raiseError: false })) as Json;
+      expect(answered.__error__).toMatchObject({ error: 'MODEL_ERROR', message: expect.any(String) });
+      expect(answered.messages.at(-1)).toMatchObject({ type: 'ai' });
     });
 
     it("useStream's calls: create thread, stream messages-tuple + values, history on reload, join a running stream", async () => {

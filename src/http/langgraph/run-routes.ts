@@ -6,6 +6,7 @@ import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { MessageContent } from '../../domain/message-content.js';
 import type { AlsoWithinThread, ThreadRecord } from '../../app/ports.js';
 import { newRunRecord, type ProtocolRunRecord } from '../../app/langgraph/protocol-store.js';
+import type { RunOutcome } from '../../app/run-coordinator.js';
 import { messageContentSchema } from '../schemas.js';
 import { checkpointIdOf, toMessageDict, toRun } from './convert.js';
 import { THREAD_ID_MESSAGE, UUID_PATTERN, anyObject, cancelRunQuery, errorBody, joinQuery, joinStreamQuery, listRunsQuery, runBody, streamNamespaceQuery, threadIdParams, threadRunParams, type RunBody, type StreamMode } from './protocol-schemas.js';
@@ -73,6 +74,21 @@ function decisionsOf(command: unknown, input: unknown): Decision[] {
   const parsed = z.object({ resume: z.object({ decisions: z.array(decisionSchema).min(1).max(100) }).strict() }).strict().safeParse(command);
   if (!parsed.success) throw new VigilError('UNSUPPORTED_OPTION', 'vigil supports command.resume.decisions only ([{ type: "approve" | "edit" | "reject", … }], one per waiting tool call); goto, update and other resume values are not supported');
   return parsed.data.resume.decisions;
+}
+
+/**
+ * Why a run waited for did not finish, as LangGraph's wait reports it (`__error__`, which
+ * the SDK's `runs.wait` throws), or undefined. A run of this process that failed says so in
+ * its outcome; a resume (command.resume) has no outcome of its own: its failure is the error
+ * its stream ended with (the run that continued the thread failed, the decisions lost to
+ * another, no run continued the thread). A cancelled run is no error: its values are what it
+ * wrote, as a cancel's answer says.
+ */
+function failureOf(run: InFlight, outcome: RunOutcome | undefined): { error: string; message: string } | undefined {
+  if (outcome?.run.status === 'failed') return { error: outcome.run.errorCode ?? 'RUN_FAILED', message: outcome.run.errorMessage ?? outcome.run.reason ?? 'the run failed' };
+  const ended = run.frames.frames.findLast((frame) => frame.event === 'error')?.data as { error?: unknown; message?: unknown } | undefined;
+  if (ended === undefined || ended.error === 'RUN_CANCELLED') return undefined;
+  return { error: String(ended.error ?? 'RUN_FAILED'), message: String(ended.message ?? 'the run failed') };
 }
 
 /** Runs on a thread, stateless runs, streams, joins and cancels. */
@@ -250,8 +266,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     void reply.header('content-location', path);
     // A stateless run's thread goes when it ends: read its values first.
     const values = stateless && outcome ? { messages: outcome.messages.filter((message) => message.visibility === 'user').map(toMessageDict) } : await finalValues(request.userId, thread.id);
-    if (outcome?.run.status === 'failed') return { ...values, __error__: { error: outcome.run.errorCode ?? 'RUN_FAILED', message: outcome.run.errorMessage ?? outcome.run.reason ?? 'the run failed' } };
-    return values;
+    const failure = failureOf(run, outcome);
+    return failure ? { ...values, __error__: failure } : values;
   }
 
   async function create(request: FastifyRequest, reply: FastifyReply, body: RunBody, threadId: string | null) {
