@@ -249,6 +249,27 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(alice.threads.get(chosen))).toBe(404);
     });
 
+    it('a metadata filter matches as LangGraph Platform\'s does (jsonb containment): nested keys in any order, part of an object, items of an array; another user finds nothing (I12)', async () => {
+      const tag = randomUUID();
+      const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Filtered', metadata: { team: { name: 'ops', size: 3 } } });
+      const thread = await alice.threads.create({ metadata: { tag, owner: { id: 7, name: 'alice' }, labels: ['red', 'blue'] } });
+      await alice.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'hello' }] } });
+      const other = await alice.threads.create({ metadata: { tag, owner: { id: 8, name: 'alice' }, labels: ['green'] } });
+      const ids = async (metadata: Json) => (await alice.threads.search({ metadata, limit: 100 })).map((found) => found.thread_id).sort();
+      expect(await ids({ tag, owner: { name: 'alice', id: 7 } })).toEqual([thread.thread_id]);
+      expect(await ids({ tag, owner: { name: 'alice' } })).toEqual([thread.thread_id, other.thread_id].sort());
+      expect(await ids({ tag, labels: ['blue'] })).toEqual([thread.thread_id]);
+      expect(await ids({ tag, vigil: { agent_id: assistant.assistant_id } })).toEqual([thread.thread_id]);
+      expect(await ids({ tag, owner: { id: 7, name: 'bob' } })).toEqual([]);
+      expect(await ids({ tag, labels: 'blue' })).toEqual([]);
+      expect(await alice.threads.count({ metadata: { tag, owner: { name: 'alice' } } })).toBe(2);
+      expect((await alice.assistants.search({ metadata: { team: { size: 3 } } })).map((found) => found.assistant_id)).toEqual([assistant.assistant_id]);
+      expect(await alice.assistants.count({ metadata: { team: { name: 'ops' } } })).toBe(1);
+      expect(await bob.threads.search({ metadata: { tag, owner: { name: 'alice' } } })).toEqual([]);
+      expect(await bob.threads.count({ metadata: { tag } })).toBe(0);
+      expect(await bob.assistants.search({ metadata: { team: { size: 3 } } })).toEqual([]);
+    });
+
     it('a deleted thread\'s runs go with it, as LangGraph\'s do: a thread made again with its id lists none of them', async () => {
       const chosen = randomUUID();
       await alice.threads.create({ threadId: chosen });

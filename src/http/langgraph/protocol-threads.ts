@@ -132,9 +132,25 @@ export function clientMetadata(metadata: Json | undefined): Json {
   return rest;
 }
 
-/** Does `metadata` contain every key of `filter` with an equal (JSON) value? */
+/**
+ * Does `metadata` contain `filter`, as LangGraph Platform's metadata filters match
+ * (PostgreSQL's jsonb `@>`)? An object contains another when it has each of its keys with a
+ * value that contains that key's value, whatever the order of the keys and whatever else it
+ * holds (`{ vigil: { agent_id } }` finds a thread of that agent); an array contains another
+ * when each of its items is contained in some item; a scalar contains only an equal one.
+ */
 export function containsMetadata(metadata: Json, filter: Json): boolean {
-  return Object.entries(filter).every(([key, value]) => JSON.stringify(metadata[key]) === JSON.stringify(value));
+  return jsonContains(metadata, filter);
+}
+
+function jsonContains(value: unknown, filter: unknown): boolean {
+  if (Array.isArray(filter)) return Array.isArray(value) && filter.every((wanted) => value.some((item) => jsonContains(item, wanted)));
+  if (isJsonObject(filter)) return isJsonObject(value) && Object.entries(filter).every(([key, wanted]) => Object.hasOwn(value, key) && jsonContains(value[key], wanted));
+  return !Array.isArray(value) && !isJsonObject(value) && value === filter;
+}
+
+function isJsonObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `select`: only these fields of each item (the SDK's search and list option). */
