@@ -741,6 +741,20 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       GatedModel.held.splice(0);
     });
 
+    it('a thread with more than 100 runs lists each with its status on every page (limit and offset past 100); another user gets 404 (I12)', async () => {
+      const thread = await alice.threads.create();
+      const made: string[] = [];
+      for (let index = 0; index < 103; index += 1) {
+        await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: `turn ${index}` }] }, onRunCreated: (created) => void made.push(created.run_id) });
+      }
+      const all = await alice.runs.list(thread.thread_id, { limit: 200 });
+      expect(all.map((run) => run.run_id)).toEqual([...made].reverse());
+      expect(new Set(all.map((run) => run.status))).toEqual(new Set(['success']));
+      const last = await alice.runs.list(thread.thread_id, { limit: 10, offset: 100 });
+      expect(last.map((run) => [run.run_id, run.status])).toEqual(made.slice(0, 3).reverse().map((runId) => [runId, 'success']));
+      expect(await statusOf(bob.runs.list(thread.thread_id, { limit: 10, offset: 100 }))).toBe(404);
+    }, 120_000);
+
     it('cancel a run in progress; another user cannot', async () => {
       const thread = await alice.threads.create();
       const run = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'cancel me [hold]' }] } });

@@ -293,7 +293,8 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       await deps.conversations.getThread(userId, threadId);
       const window = query.offset + query.limit;
       const rows = await store.listRuns(userId, threadId, { limit: window, offset: 0 });
-      const vigilRuns = await deps.conversations.listRuns(userId, threadId, Math.min(window, 100));
+      // As many of vigil's runs as the page reaches: a protocol row whose run is not among them would show `pending`.
+      const vigilRuns = await deps.conversations.listRuns(userId, threadId, window);
       // A protocol row names the vigil run it is (or follows, for a resume).
       const byId = new Map(rows.map((row) => [row.vigilRunId ?? row.runId, row]));
       // vigil's own runs (follow-ups, schedules, webhooks) are the thread's runs too, with metadata.vigil.trigger.
