@@ -13,6 +13,7 @@ import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
 import { localDay } from '../../src/domain/autonomy/zoned-time.js';
 import { PREEMPTED_REASON } from '../../src/app/run-coordinator.js';
+import { APPROVAL_RESUME_QUEUE } from '../../src/app/approvals/approval-service.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer, scriptedModelOptions } from '../helpers/test-server.js';
@@ -349,6 +350,40 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
     expect(toolResults(lastRequest()).at(-1)!.content).toContain('Nobody answered');
     expect(await memories(agentId)).toEqual([]);
+  });
+
+  it('I16, I11: a decision is recorded with the resume it settles or not at all: when writing the resume fails the request stays pending (500), and deciding again runs the call once; another user 404', async () => {
+    const { agentId, threadId, approvals, run } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    // The write that follows the decision fails (the database drops the connection, or the
+    // process dies there): without its resume, a recorded approval would never run.
+    const jobs = server.services.jobs;
+    const schedule = jobs.schedule;
+    let failures = 0;
+    jobs.schedule = async (job, options) => {
+      if (job.queue === APPROVAL_RESUME_QUEUE && failures === 0) {
+        failures += 1;
+        throw new Error('the job table did not answer');
+      }
+      return schedule.call(jobs, job, options);
+    };
+    try {
+      const failed = await decide(id, { decision: 'approve' });
+      expect(failed.status, JSON.stringify(failed.body)).toBe(500);
+      expect(failed.body.error.code).toBe('INTERNAL');
+    } finally {
+      jobs.schedule = schedule;
+    }
+    expect(failures).toBe(1);
+    expect((await server.request('GET', `/api/approvals/${id}`)).body).toMatchObject({ status: 'pending', decidedBy: null, executed: false });
+    expect((await server.request('GET', `/api/threads/${threadId}`)).body.status).toBe('interrupted');
+    // Another user can neither decide it nor see it (I12); the owner's decision, sent again, is the one recorded.
+    expect((await decide(id, { decision: 'approve' }, BOB.token)).status).toBe(404);
+    expect((await server.request('GET', `/api/approvals/${id}`, { token: BOB.token })).status).toBe(404);
+    expect((await decide(id, { decision: 'approve' })).body).toMatchObject({ status: 'approved', decidedBy: ALICE.id });
+    await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
+    expect(await memories(agentId)).toEqual(['likes tea']);
+    expect((await server.request('GET', `/api/approvals/${id}`)).body).toMatchObject({ status: 'approved', executed: true });
   });
 
   it('I12, I11: another user can neither see nor decide a request (404); bad input gets a stable code', async () => {

@@ -1,5 +1,6 @@
 import type { Generated, Kysely, Selectable } from 'kysely';
-import type { ApprovalDecisionWrite, ApprovalRepository, NewApproval } from '../../app/approvals/approval-ports.js';
+import type { AlsoWithinDecided, ApprovalDecisionWrite, ApprovalRepository, NewApproval } from '../../app/approvals/approval-ports.js';
+import type { StorageTransaction } from '../../app/job-queue.js';
 import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, ExecutionState } from '../../domain/tools/approval.js';
 import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
@@ -122,11 +123,17 @@ export class SqlApprovalRepository implements ApprovalRepository {
     return row && toApproval(row);
   }
 
-  async decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined> {
-    return decideOne(this.#db, id, decision);
+  async decide(id: string, decision: ApprovalDecisionWrite, alsoWithin?: AlsoWithinDecided): Promise<ApprovalRecord | undefined> {
+    if (!alsoWithin) return decideOne(this.#db, id, decision);
+    return this.#context.transaction(async (transaction) => {
+      const trx = transaction.withTables<ApprovalTables>() as unknown as Kysely<ApprovalTables>;
+      const decided = await decideOne(trx, id, decision);
+      if (decided) await alsoWithin(transaction as unknown as StorageTransaction, await stepsOf(trx, [decided]));
+      return decided;
+    });
   }
 
-  async decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>): Promise<ApprovalRecord[] | undefined> {
+  async decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>, alsoWithin?: AlsoWithinDecided): Promise<ApprovalRecord[] | undefined> {
     const lost = new Error('a decision of the batch lost');
     try {
       return await this.#context.transaction(async (transaction) => {
@@ -137,6 +144,7 @@ export class SqlApprovalRepository implements ApprovalRepository {
           if (!record) throw lost; // rolls back the ones before it
           decided.push(record);
         }
+        if (alsoWithin) await alsoWithin(transaction as unknown as StorageTransaction, await stepsOf(trx, decided));
         return decided;
       });
     } catch (error) {
@@ -153,6 +161,18 @@ export class SqlApprovalRepository implements ApprovalRepository {
   async finishExecution(id: string, result: string): Promise<void> {
     await this.#db.updateTable('tool_approvals').set({ execution: 'done', result }).where('id', '=', id).execute();
   }
+}
+
+/** The steps of these records (each once), every call of each in the model's order, as the transaction sees them. */
+async function stepsOf(db: Kysely<ApprovalTables>, records: readonly ApprovalRecord[]): Promise<ApprovalRecord[][]> {
+  const steps = new Map<string, ApprovalRecord>();
+  for (const record of records) steps.set(JSON.stringify([record.threadId, record.messageId]), record);
+  const found: ApprovalRecord[][] = [];
+  for (const record of steps.values()) {
+    const rows = await db.selectFrom('tool_approvals').selectAll().where('thread_id', '=', record.threadId).where('message_id', '=', record.messageId).orderBy('requested_at').orderBy('position').orderBy('id').execute();
+    found.push(rows.map(toApproval));
+  }
+  return found;
 }
 
 /** The first decision wins: only a pending request changes (I16); a person's, only before its deadline. */

@@ -1,4 +1,5 @@
 import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, DecidedStatus } from '../../domain/tools/approval.js';
+import type { StorageTransaction } from '../job-queue.js';
 import type { Iso } from '../ports.js';
 
 export type NewApproval = Omit<ApprovalRecord, 'status' | 'decidedBy' | 'channel' | 'decidedAt' | 'message' | 'editedArguments' | 'execution' | 'result'>;
@@ -13,6 +14,13 @@ export interface ApprovalDecisionWrite {
   /** A person's decision counts only while the deadline is later than this (in the same update: a late one never wins). */
   beforeDeadline?: Iso;
 }
+
+/**
+ * What is written in a decision's own transaction, given the step of each decided request
+ * as it stands there (every call of it, in order): the step's resume job, so that a
+ * decision is never recorded without the resume it settles (I16).
+ */
+export type AlsoWithinDecided = (transaction: StorageTransaction, steps: ApprovalRecord[][]) => Promise<void>;
 
 /** The approval records (I16). Every change of status is one conditional update: the first decision wins. */
 export interface ApprovalRepository {
@@ -32,13 +40,16 @@ export interface ApprovalRepository {
   listPending(options?: { threadId?: string }): Promise<ApprovalRecord[]>;
   /** The thread's newest request (the last call of its newest step), whoever owns it. */
   newestOfThread(threadId: string): Promise<ApprovalRecord | undefined>;
-  /** pending → decided, atomically; undefined when it was no longer pending (then read it to see who won). */
-  decide(id: string, decision: ApprovalDecisionWrite): Promise<ApprovalRecord | undefined>;
+  /**
+   * pending → decided, atomically; undefined when it was no longer pending (then read it to
+   * see who won). `alsoWithin` commits with the decision, or its failure records none.
+   */
+  decide(id: string, decision: ApprovalDecisionWrite, alsoWithin?: AlsoWithinDecided): Promise<ApprovalRecord | undefined>;
   /**
    * Several decisions in one transaction: all of them win, or none is recorded (undefined:
    * one was no longer pending, or past its deadline; read them to see why).
    */
-  decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>): Promise<ApprovalRecord[] | undefined>;
+  decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>, alsoWithin?: AlsoWithinDecided): Promise<ApprovalRecord[] | undefined>;
   /** Before running an approved call: none → started, once. False when it was started before. */
   beginExecution(id: string): Promise<boolean>;
   finishExecution(id: string, result: string): Promise<void>;

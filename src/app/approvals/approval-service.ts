@@ -5,12 +5,12 @@ import type { VigilEvent } from '../../domain/events.js';
 import { redact } from '../../domain/redaction.js';
 import type { RunContext } from '../../domain/run-context.js';
 import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDecisionBody, type ApprovalRecord, type ApprovalStatus, type DecidedStatus } from '../../domain/tools/approval.js';
-import { RetryLater, type DueJob, type JobQueue } from '../job-queue.js';
+import { RetryLater, type DueJob, type JobQueue, type ScheduleOptions } from '../job-queue.js';
 import type { Admission } from '../runs/run-request.js';
 import type { AgentRecord, Clock, EventBus, RunRecord, Storage } from '../ports.js';
 import { STOPPING_REASON, type RunCoordinator, type RunOutcome } from '../run-coordinator.js';
 import { inspectCutShortTurn, interruptedRun } from '../runs/turn-recovery.js';
-import type { ApprovalAsk, ApprovalDecisionWrite, ApprovalGate, ApprovalRepository } from './approval-ports.js';
+import type { AlsoWithinDecided, ApprovalAsk, ApprovalDecisionWrite, ApprovalGate, ApprovalRepository } from './approval-ports.js';
 import { detached } from './detached-context.js';
 
 export const APPROVAL_EXPIRE_QUEUE = 'approval.expire';
@@ -137,14 +137,15 @@ export class ApprovalService implements ApprovalGate {
     const now = this.deps.clock.now();
     if (Date.parse(record.expiresAt) <= now.getTime()) return sameDecisionOrConflict(await this.expireLate(record), status, body);
     await this.checkEdit(record, body);
-    const decided = await this.deps.repository.decide(id, decisionWrite(userId, body, channel, now));
+    const scheduled = new Set<string>();
+    const decided = await this.deps.repository.decide(id, decisionWrite(userId, body, channel, now), this.resumeWithin(scheduled));
     if (!decided) {
       const current = (await this.deps.repository.getById(id)) ?? record;
       // Still pending: the deadline passed while the decision was on its way.
       return sameDecisionOrConflict(current.status === 'pending' ? await this.expireLate(current) : current, status, body);
     }
     await this.announceDecided(decided, channel);
-    await this.resumeWhenSettled(decided);
+    await this.resumeWhenSettled(decided, scheduled);
     return decided;
   }
 
@@ -159,14 +160,18 @@ export class ApprovalService implements ApprovalGate {
   async decideAll(userId: string, decisions: ReadonlyArray<{ id: string; body: ApprovalDecisionBody }>, channel: ApprovalChannel = 'api'): Promise<ApprovalRecord[]> {
     await this.checkAll(userId, decisions);
     const now = this.deps.clock.now();
-    const written = await this.deps.repository.decideAll(decisions.map(({ id, body }) => ({ id, decision: decisionWrite(userId, body, channel, now) })));
+    const scheduled = new Set<string>();
+    const written = await this.deps.repository.decideAll(
+      decisions.map(({ id, body }) => ({ id, decision: decisionWrite(userId, body, channel, now) })),
+      this.resumeWithin(scheduled),
+    );
     if (!written) {
       // Another decision, or the deadline, won one of them in between: none was recorded. Say which.
       await this.checkAll(userId, decisions);
       throw new VigilError('APPROVAL_ALREADY_DECIDED', 'one of the approvals was decided, or reached its deadline, while the decisions were recorded; none was recorded');
     }
     for (const decided of written) await this.announceDecided(decided, channel);
-    for (const decided of written) await this.resumeWhenSettled(decided);
+    for (const decided of written) await this.resumeWhenSettled(decided, scheduled);
     return written;
   }
 
@@ -261,12 +266,13 @@ export class ApprovalService implements ApprovalGate {
   // ---------- deadlines ----------
   /** Nobody answered: `expired`, never a refusal (I16); the model is told and the run goes on. */
   async expire(id: string): Promise<void> {
-    const expired = await this.deps.repository.decide(id, { status: 'expired', decidedBy: 'system', channel: 'system', decidedAt: this.deps.clock.now().toISOString() });
+    const scheduled = new Set<string>();
+    const expired = await this.deps.repository.decide(id, { status: 'expired', decidedBy: 'system', channel: 'system', decidedAt: this.deps.clock.now().toISOString() }, this.resumeWithin(scheduled));
     if (!expired) return;
     this.deps.logger.info({ threadId: expired.threadId, approvalId: id, tool: expired.tool, expiresAt: expired.expiresAt }, 'approval expired: nobody answered');
     this.emit({ type: 'approval.expired', ...this.eventBase(expired), expiresAt: expired.expiresAt });
     await this.deps.jobs.cancel(APPROVAL_EXPIRING_QUEUE, id).catch(() => false);
-    await this.resumeWhenSettled(expired);
+    await this.resumeWhenSettled(expired, scheduled);
   }
 
   /** A request found past its deadline before its job ran: expired now; what it became (another caller may have won). */
@@ -309,17 +315,38 @@ export class ApprovalService implements ApprovalGate {
   }
 
   // ---------- resuming ----------
-  /** Once every call of the step is decided, the waiting run resumes (a durable job). */
-  private async resumeWhenSettled(record: ApprovalRecord): Promise<void> {
+  /**
+   * The resume of each step a decision settles, scheduled in the decision's own transaction
+   * (its key added to `scheduled`): the decision and its resume commit together, so a
+   * process that dies right after a decision, or a write of the job that fails, never leaves
+   * a decided step that nothing resumes (the approved call would never run, the thread would
+   * wait for ever, and a person deciding again would be answered as if all were well).
+   */
+  private resumeWithin(scheduled: Set<string>): AlsoWithinDecided {
+    return async (transaction, steps) => {
+      for (const step of steps) {
+        if (step.length === 0 || !settles(step)) continue;
+        await this.scheduleResume(step[0]!, { within: transaction });
+        scheduled.add(stepKeyOf(step[0]!));
+      }
+    };
+  }
+
+  /**
+   * Once every call of the step is decided, the waiting run resumes (a durable job). Two
+   * calls of a step decided at once, each in its own transaction, may each have seen the
+   * other still pending there: checked again once committed, unless the decision's own
+   * transaction scheduled it (`scheduledWithin`).
+   */
+  private async resumeWhenSettled(record: ApprovalRecord, scheduledWithin?: ReadonlySet<string>): Promise<void> {
+    if (scheduledWithin?.has(stepKeyOf(record))) return;
     const step = await this.deps.repository.listStep(record.threadId, record.messageId);
-    if (step.some((call) => call.status === 'pending')) return;
-    if (step.some((call) => call.status === 'superseded')) return; // the person's own run answers
-    await this.deps.jobs.schedule({
-      queue: APPROVAL_RESUME_QUEUE,
-      key: `${record.threadId}:${record.messageId}`,
-      dueAt: this.deps.clock.now(),
-      payload: { approvalId: record.id },
-    });
+    if (!settles(step)) return;
+    await this.scheduleResume(record);
+  }
+
+  private async scheduleResume(record: ApprovalRecord, options?: ScheduleOptions): Promise<void> {
+    await this.deps.jobs.schedule({ queue: APPROVAL_RESUME_QUEUE, key: stepKeyOf(record), dueAt: this.deps.clock.now(), payload: { approvalId: record.id } }, options);
   }
 
   private async onResume(job: DueJob): Promise<void> {
@@ -404,6 +431,16 @@ export class ApprovalService implements ApprovalGate {
   private emit(event: VigilEvent): void {
     this.deps.events.publish(event);
   }
+}
+
+/** Every call of the step decided, and none superseded (then the person's own run answers): the waiting run resumes. */
+function settles(step: readonly ApprovalRecord[]): boolean {
+  return !step.some((call) => call.status === 'pending' || call.status === 'superseded');
+}
+
+/** The resume job's key: one resume per step. */
+function stepKeyOf(record: ApprovalRecord): string {
+  return `${record.threadId}:${record.messageId}`;
 }
 
 function sameDecisionOrConflict(record: ApprovalRecord, status: DecidedStatus, body: ApprovalDecisionBody): ApprovalRecord {
