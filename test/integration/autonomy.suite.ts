@@ -249,12 +249,15 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
       const [pending] = await timers(threadId);
       expect(pending!.state).toBe('pending');
       const { events, socket } = await subscribe(threadId);
-      socket.send(JSON.stringify({ type: 'message.send', threadId, content: 'Second' }));
-      await eventually(async () => events.some((event) => event.type === 'run.end'));
+      socket.send(JSON.stringify({ type: 'message.send', threadId, content: 'Second', requestId: 'second' }));
+      // Its own run's end, by id: on PostgreSQL the first turn's last events may still reach a
+      // new subscriber (their notice can come after it subscribed).
+      const runId = await eventually(async () => events.find((event) => event.type === 'message.accepted' && event.requestId === 'second')?.runId as string | undefined);
+      await eventually(async () => events.some((event) => event.type === 'run.end' && event.runId === runId));
       socket.close();
       log.behaviour = () => ({});
       const cancelAt = events.findIndex((event) => event.type === 'timer.cancel' && event.timerId === pending!.id);
-      const startAt = events.findIndex((event) => event.type === 'run.start');
+      const startAt = events.findIndex((event) => event.type === 'run.start' && event.runId === runId);
       expect(cancelAt).toBeGreaterThanOrEqual(0);
       expect(cancelAt).toBeLessThan(startAt);
       expect(events[cancelAt]).toMatchObject({ reason: 'a person sent a message' });
