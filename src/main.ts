@@ -203,7 +203,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const approvalGate: ApprovalGate = {
       requestStep: (input) => required(approvals, 'approvals').requestStep(input),
       beginExecution: (id) => required(approvals, 'approvals').beginExecution(id),
-      finishExecution: (id, result) => required(approvals, 'approvals').finishExecution(id, result),
+      finishExecution: (id, result, outcome) => required(approvals, 'approvals').finishExecution(id, result, outcome),
       reread: (id) => required(approvals, 'approvals').reread(id),
     };
     const toolLoop = new ToolLoop({ tools: chatTools, approvals: approvalGate, logger });

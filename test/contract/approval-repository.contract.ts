@@ -118,13 +118,23 @@ export function approvalRepositoryContract(name: string, open: () => Promise<Sql
       expect((await approvals.listPending({ threadId: newer.threadId })).map((record) => record.id)).toEqual([newer.id]);
     });
 
-    it('I16: an approved call is started once; its result is kept for a replay', async () => {
+    it('I16: an approved call is started once; its result is kept for a replay, with whether it worked', async () => {
+      const request = newApproval();
+      await approvals.request([request]);
+      expect(await approvals.getById(request.id)).toMatchObject({ execution: 'none', result: null, outcome: null });
+      expect(await approvals.beginExecution(request.id)).toBe(true);
+      expect(await approvals.beginExecution(request.id)).toBe(false);
+      await approvals.finishExecution(request.id, '{"saved":true}', 'succeeded');
+      expect(await approvals.getById(request.id)).toMatchObject({ execution: 'done', result: '{"saved":true}', outcome: 'succeeded' });
+    });
+
+    it('I16: a call whose tool threw is kept as failed: a replayed step reads that it failed, not only its text', async () => {
       const request = newApproval();
       await approvals.request([request]);
       expect(await approvals.beginExecution(request.id)).toBe(true);
-      expect(await approvals.beginExecution(request.id)).toBe(false);
-      await approvals.finishExecution(request.id, '{"saved":true}');
-      expect(await approvals.getById(request.id)).toMatchObject({ execution: 'done', result: '{"saved":true}' });
+      await approvals.finishExecution(request.id, 'the tool failed: unknown time zone', 'failed');
+      expect(await approvals.getById(request.id)).toMatchObject({ execution: 'done', result: 'the tool failed: unknown time zone', outcome: 'failed' });
+      expect((await approvals.listStep(request.threadId, request.messageId))[0]).toMatchObject({ outcome: 'failed' });
     });
   });
 }

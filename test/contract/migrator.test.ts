@@ -60,6 +60,24 @@ function migratorCases(dialect: SqlDialectName, open: () => Promise<{ db: Kysely
     }
   });
 
+  it('I16: version 23 keeps an approved call that finished before it, with its outcome unknown (NULL), and refuses any outcome but succeeded or failed', async () => {
+    const { db, schema } = await open();
+    try {
+      const before = MIGRATIONS.filter((migration) => migration.version < 23);
+      await migrate(db, { dialect, logger, schema, migrations: before });
+      const at = '2026-01-01T12:00:00.000Z';
+      const row = (id: string) => sql`INSERT INTO tool_approvals (id, user_id, agent_id, thread_id, run_id, message_id, tool_call_id, tool, arguments, arguments_hash, attended, requested_at, expires_at, status, execution, result)
+        VALUES (${id}, 'alice', 'agent', 't', 'r', 'm', ${id}, 'current_time', '{}', 'h', 0, ${at}, ${at}, 'approved', 'done', 'the tool failed: unknown time zone')`;
+      await row('old').execute(db);
+      await migrate(db, { dialect, logger, schema });
+      const read = async (id: string) => (await sql<{ outcome: string | null; result: string }>`SELECT outcome, result FROM tool_approvals WHERE id = ${id}`.execute(db)).rows[0];
+      expect(await read('old')).toEqual({ outcome: null, result: 'the tool failed: unknown time zone' });
+      await expect(sql`UPDATE tool_approvals SET outcome = 'maybe' WHERE id = 'old'`.execute(db)).rejects.toThrow();
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it('refuses a database whose recorded migration has another name', async () => {
     const { db, schema } = await open();
     try {

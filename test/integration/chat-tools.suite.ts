@@ -5,7 +5,9 @@
  * what the model received. Tests share one model server and run one after another.
  */
 import { randomUUID } from 'node:crypto';
-import { HumanMessage } from '@langchain/core/messages';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { SqlApprovalRepository } from '../../src/adapters/sql/approval-repository.js';
@@ -859,7 +861,7 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     const records = new SqlApprovalRepository((server.storage as SqlStorage).context);
     expect(await records.beginExecution(byCall.call_cut!)).toBe(true);
     expect(await records.beginExecution(byCall.call_done!)).toBe(true);
-    await records.finishExecution(byCall.call_done!, '{"saved":true,"id":"from-the-first-process"}');
+    await records.finishExecution(byCall.call_done!, '{"saved":true,"id":"from-the-first-process"}', 'succeeded');
     await decide(byCall.call_cut!, { decision: 'approve' });
     await decide(byCall.call_done!, { decision: 'approve' });
     await runWhere(threadId, (candidate) => resumes(candidate, run) && candidate.status === 'succeeded');
@@ -867,5 +869,66 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     const results = toolResults(lastRequest());
     expect(results.find((result) => result.tool_call_id === 'call_cut')!.content).toContain('whether it finished is unknown');
     expect(results.find((result) => result.tool_call_id === 'call_done')!.content).toBe('{"saved":true,"id":"from-the-first-process"}');
+  });
+
+  it('I16: a step run again after a cancel mid-step reports an approved call whose tool threw as failed, not succeeded: to the model, in the history, in the API', async () => {
+    // A fetch target that holds every request: the second call of the step is still running when the run is cancelled.
+    const held: ServerResponse[] = [];
+    const target = createServer((_request, response) => void held.push(response));
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    const port = (target.address() as AddressInfo).port;
+    try {
+      const tag = `[thread ${randomUUID().slice(0, 8)}]`;
+      respond((request) => {
+        if (lastOf(request).role === 'tool') return { text: `Results: ${toolResults(request).map((result) => result.content).join(' | ')}` };
+        if (isPerson(request, 'Fetch it')) {
+          return {
+            toolCalls: [
+              { id: 'call_zone', name: 'current_time', arguments: { timeZone: 'Nowhere/Atlantis' } },
+              { id: 'call_slow', name: 'http_fetch', arguments: { url: `http://127.0.0.1:${port}/slow` } },
+            ],
+          };
+        }
+        return { text: 'Answering the new message.' };
+      });
+      const agentId = await agentWith({ tools: { fetch: { allowedHosts: [`127.0.0.1:${port}`] }, approval: { current_time: { attended: 'ask' }, http_fetch: { attended: 'ask' } } } });
+      const threadId = await threadOf(agentId);
+      const first = (await say(threadId, `Fetch it ${tag}`)).run as Json;
+      expect(first.status).toBe('interrupted');
+      const byCall = Object.fromEntries((await approvalsOf(threadId)).map((approval) => [approval.toolCallId, approval.id as string]));
+      expect((await decide(byCall.call_zone!, { decision: 'approve' })).status).toBe(200);
+      expect((await decide(byCall.call_slow!, { decision: 'approve' })).status).toBe(200);
+      // The resumed step: current_time threw and finished; http_fetch is held at the target.
+      const approval = async (id: string) => (await server.request('GET', `/api/approvals/${id}`)).body as Json;
+      await waitFor(async () => held.length === 1 && (await approval(byCall.call_zone!)).executed === true, waitLong, 'the failed call to finish while the other runs');
+      const resumed = await runWhere(threadId, (candidate) => resumes(candidate, first) && candidate.status === 'running');
+      expect((await server.request('POST', `/api/runs/${resumed.id}/cancel`)).status).toBe(202);
+      await runWhere(threadId, (candidate) => candidate.id === resumed.id && candidate.status === 'cancelled');
+      expect(await approval(byCall.call_zone!)).toMatchObject({ status: 'approved', executed: true, outcome: 'failed' });
+      expect(await approval(byCall.call_slow!)).toMatchObject({ status: 'approved', executed: false, outcome: null });
+      // Another user sees neither outcome (I12).
+      expect((await server.request('GET', `/api/approvals/${byCall.call_zone!}`, { token: BOB.token })).status).toBe(404);
+
+      // The person writes: the decided step is carried out again first, from the records.
+      const body = await say(threadId, 'Something else');
+      expect(body.run.status).toBe('succeeded');
+      expect(held).toHaveLength(1); // neither call ran twice
+      const replayed = [...model.requests].reverse().find((request) => JSON.stringify(request.messages).includes(tag) && lastOf(request).role === 'tool')!;
+      const resultOf = (id: string) => toolResults(replayed).find((result) => result.tool_call_id === id)!.content as string;
+      expect(resultOf('call_zone')).toContain('unknown time zone');
+      expect(resultOf('call_slow')).toContain('whether it finished is unknown');
+      const history = (await server.request('GET', `/api/threads/${threadId}/history?include=internal`)).body.messages as Json[];
+      const toolOf = (id: string) => history.find((message) => message.role === 'tool' && message.additionalKwargs?.approval_id === id);
+      expect(toolOf(byCall.call_zone!)?.additionalKwargs).toMatchObject({ tool_name: 'current_time', tool_status: 'failed' });
+      expect(toolOf(byCall.call_slow!)?.additionalKwargs).toMatchObject({ tool_name: 'http_fetch', tool_status: 'unknown' });
+      // The tool messages the model was given (LangChain's status: an error, as when the tool threw in the run itself).
+      const state = await server.storage.checkpointer.getTuple({ configurable: { thread_id: threadId } });
+      const stateTool = (state?.checkpoint.channel_values.messages as ToolMessage[]).find((message) => ToolMessage.isInstance(message) && message.tool_call_id === 'call_zone');
+      expect(stateTool?.status).toBe('error');
+    } finally {
+      for (const response of held) response.destroy();
+      target.closeAllConnections();
+      await new Promise<void>((resolve) => target.close(() => resolve()));
+    }
   });
 }

@@ -81,6 +81,7 @@ export function ApprovalCard({ approval, onDecided, threadLink }: { approval: Ap
           )}
           {!pending && approval.decidedAt ? ` · ${formatTime(approval.decidedAt)}` : ''}
           {approval.attended ? '' : ' · asked while you were away'}
+          {approval.executed ? ` · ${approval.outcome === 'succeeded' ? 'ran' : approval.outcome === 'failed' ? 'ran, and failed' : 'ran (outcome not recorded)'}` : ''}
         </span>
       </header>
       <p className="muted">Arguments (secrets redacted):</p>

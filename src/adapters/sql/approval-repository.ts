@@ -1,7 +1,7 @@
 import type { Generated, Kysely, Selectable } from 'kysely';
 import type { AlsoWithinDecided, ApprovalDecisionWrite, ApprovalRepository, NewApproval } from '../../app/approvals/approval-ports.js';
 import type { StorageTransaction } from '../../app/job-queue.js';
-import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, ExecutionState } from '../../domain/tools/approval.js';
+import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, ExecutionOutcome, ExecutionState } from '../../domain/tools/approval.js';
 import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
 
@@ -29,6 +29,8 @@ interface ToolApprovalsTable {
   result: string | null;
   /** The call's place among its step's calls (the order the model made them). */
   position: Generated<number>;
+  /** Whether it worked once it ran (version 23; NULL before it finished, and on older rows). */
+  outcome: Generated<string | null>;
 }
 
 export type ApprovalTables = { tool_approvals: ToolApprovalsTable };
@@ -158,8 +160,8 @@ export class SqlApprovalRepository implements ApprovalRepository {
     return row !== undefined;
   }
 
-  async finishExecution(id: string, result: string): Promise<void> {
-    await this.#db.updateTable('tool_approvals').set({ execution: 'done', result }).where('id', '=', id).execute();
+  async finishExecution(id: string, result: string, outcome: ExecutionOutcome): Promise<void> {
+    await this.#db.updateTable('tool_approvals').set({ execution: 'done', result, outcome }).where('id', '=', id).execute();
   }
 }
 
@@ -217,5 +219,6 @@ function toApproval(row: Selectable<ToolApprovalsTable>): ApprovalRecord {
     editedArguments: row.edited_arguments === null ? null : (decodeJson(row.edited_arguments) as Record<string, unknown>),
     execution: row.execution as ExecutionState,
     result: row.result,
+    outcome: row.outcome === 'succeeded' || row.outcome === 'failed' ? row.outcome : null,
   };
 }

@@ -94,15 +94,26 @@ export async function runApprovedCall(
   if (record.status === 'approved' && hashArguments(callArgs) !== record.argumentsHash) {
     return { ran: false, output: 'the arguments differ from the ones approved; the call was not run', status: 'refused', approvalId: record.id };
   }
-  const done = (result: string) => ({ ran: true as const, ok: true, output: result, status: 'succeeded' as const, approvalId: record.id, args });
-  if (record.execution === 'done' && record.result !== null) return done(record.result);
+  if (record.execution === 'done' && record.result !== null) return ranBefore(record, args);
   if (!(await gate.beginExecution(record.id))) {
     // Another delivery of this step ran it, or a crash cut its run short: never twice.
     const current = await gate.reread(record.id);
-    if (current?.execution === 'done' && current.result !== null) return done(current.result);
+    if (current?.execution === 'done' && current.result !== null) return ranBefore(current, args);
     return { ran: false, output: 'this approved call was started before the server stopped; whether it finished is unknown, and it is not run again', status: 'unknown', approvalId: record.id, args };
   }
   const result = await invoke(args);
-  await gate.finishExecution(record.id, result.output);
+  await gate.finishExecution(record.id, result.output, result.ok ? 'succeeded' : 'failed');
   return { ran: true, ok: result.ok, output: result.output, status: result.ok ? 'succeeded' : 'failed', approvalId: record.id, args };
+}
+
+/**
+ * A call that ran in an earlier delivery of its step (a crash, or a cancel mid-step, cut
+ * that step short): its stored output, reported as it went. Without its outcome a call whose
+ * tool threw read as `succeeded`. A call recorded before outcomes were (schema version 23)
+ * is not called a success: unknown, its output given as it was.
+ */
+function ranBefore(record: ApprovalRecord, args: Record<string, unknown>): ApprovedCallOutcome {
+  const output = record.result ?? '';
+  if (record.outcome === 'succeeded' || record.outcome === 'failed') return { ran: true, ok: record.outcome === 'succeeded', output, status: record.outcome, approvalId: record.id, args };
+  return { ran: false, output: `this approved call ran before the server restarted, and whether it worked was not recorded; it is not run again. Its output was: ${output}`, status: 'unknown', approvalId: record.id, args };
 }

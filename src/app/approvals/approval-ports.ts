@@ -1,8 +1,8 @@
-import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, DecidedStatus } from '../../domain/tools/approval.js';
+import type { ApprovalChannel, ApprovalRecord, ApprovalStatus, DecidedStatus, ExecutionOutcome } from '../../domain/tools/approval.js';
 import type { StorageTransaction } from '../job-queue.js';
 import type { Iso } from '../ports.js';
 
-export type NewApproval = Omit<ApprovalRecord, 'status' | 'decidedBy' | 'channel' | 'decidedAt' | 'message' | 'editedArguments' | 'execution' | 'result'>;
+export type NewApproval = Omit<ApprovalRecord, 'status' | 'decidedBy' | 'channel' | 'decidedAt' | 'message' | 'editedArguments' | 'execution' | 'result' | 'outcome'>;
 
 export interface ApprovalDecisionWrite {
   status: DecidedStatus;
@@ -52,7 +52,8 @@ export interface ApprovalRepository {
   decideAll(decisions: ReadonlyArray<{ id: string; decision: ApprovalDecisionWrite }>, alsoWithin?: AlsoWithinDecided): Promise<ApprovalRecord[] | undefined>;
   /** Before running an approved call: none → started, once. False when it was started before. */
   beginExecution(id: string): Promise<boolean>;
-  finishExecution(id: string, result: string): Promise<void>;
+  /** After it ran: its output and whether it worked, together (a replayed step reports both). */
+  finishExecution(id: string, result: string, outcome: ExecutionOutcome): Promise<void>;
 }
 
 /** One tool call of a step that needs a person's decision. */
@@ -77,7 +78,7 @@ export interface ApprovalGate {
     calls: ApprovalAsk[];
   }): Promise<import('../../domain/tools/approval.js').ApprovalRecord[]>;
   beginExecution(id: string): Promise<boolean>;
-  finishExecution(id: string, result: string): Promise<void>;
+  finishExecution(id: string, result: string, outcome: ExecutionOutcome): Promise<void>;
   /** Re-read one request (after a begin that lost, to find the result of the run that won). */
   reread(id: string): Promise<import('../../domain/tools/approval.js').ApprovalRecord | undefined>;
 }

@@ -4,7 +4,7 @@ import { VigilError } from '../../domain/errors.js';
 import type { VigilEvent } from '../../domain/events.js';
 import { redact } from '../../domain/redaction.js';
 import type { RunContext } from '../../domain/run-context.js';
-import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDecisionBody, type ApprovalRecord, type ApprovalStatus, type DecidedStatus } from '../../domain/tools/approval.js';
+import { hashArguments, statusOfDecision, type ApprovalChannel, type ApprovalDecisionBody, type ApprovalRecord, type ApprovalStatus, type DecidedStatus, type ExecutionOutcome } from '../../domain/tools/approval.js';
 import { RetryLater, type DueJob, type JobQueue, type ScheduleOptions } from '../job-queue.js';
 import type { Admission } from '../runs/run-request.js';
 import type { AgentRecord, Clock, EventBus, RunRecord, Storage } from '../ports.js';
@@ -99,8 +99,8 @@ export class ApprovalService implements ApprovalGate {
     return this.deps.repository.beginExecution(id);
   }
 
-  finishExecution(id: string, result: string): Promise<void> {
-    return this.deps.repository.finishExecution(id, result);
+  finishExecution(id: string, result: string, outcome: ExecutionOutcome): Promise<void> {
+    return this.deps.repository.finishExecution(id, result, outcome);
   }
 
   reread(id: string): Promise<ApprovalRecord | undefined> {

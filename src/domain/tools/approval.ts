@@ -22,6 +22,13 @@ export type ApprovalChannel = (typeof APPROVAL_CHANNELS)[number];
 /** Whether an approved call ran: recorded before and after, so a crash never runs it twice. */
 export type ExecutionState = 'none' | 'started' | 'done';
 
+/**
+ * Whether an approved call that ran worked (its tool returned, or threw). Kept with its
+ * result, so a replayed step reports it as it was. Null while it has not finished, and for
+ * a call that finished before the outcome was recorded (schema version 23): unknown.
+ */
+export type ExecutionOutcome = 'succeeded' | 'failed';
+
 export interface ApprovalRecord {
   id: string;
   userId: string;
@@ -51,6 +58,8 @@ export interface ApprovalRecord {
   execution: ExecutionState;
   /** The tool's output once it ran, so a replayed step reuses it instead of running again. */
   result: string | null;
+  /** Whether it worked, once it ran: null before, or when not recorded (see ExecutionOutcome). */
+  outcome: ExecutionOutcome | null;
 }
 
 export function hashArguments(args: unknown): string {

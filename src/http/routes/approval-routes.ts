@@ -33,6 +33,10 @@ export const approvalDto = z.object({
   decidedAt: z.string().nullable(),
   message: z.string().nullable(),
   executed: z.boolean(),
+  outcome: z
+    .enum(['succeeded', 'failed'])
+    .nullable()
+    .describe('whether the call worked once it ran (its tool returned, or threw); null before it finished, and for a call that finished before outcomes were recorded (unknown)'),
 });
 
 export function toApprovalDto(record: ApprovalRecord): z.infer<typeof approvalDto> {
@@ -55,6 +59,7 @@ export function toApprovalDto(record: ApprovalRecord): z.infer<typeof approvalDt
     decidedAt: record.decidedAt,
     message: record.message,
     executed: record.execution === 'done',
+    outcome: record.execution === 'done' ? record.outcome : null,
   };
 }
 
