@@ -931,4 +931,43 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
       await new Promise<void>((resolve) => target.close(() => resolve()));
     }
   });
+
+  it('I16, I12: a thread deleted while a decision on its approval is on its way: the decision answers 404 APPROVAL_NOT_FOUND, not 409 "already pending"; another user 404 throughout', async () => {
+    const { agentId, threadId, approvals } = await waitingApproval();
+    const id = approvals[0]!.id as string;
+    // Another user can neither decide the request nor delete its thread (I12).
+    const foreign = await decide(id, { decision: 'approve' }, BOB.token);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect((await server.request('DELETE', `/api/threads/${threadId}`, { token: BOB.token })).status).toBe(404);
+    // The owner's decision is held after it read the request pending, before it writes it.
+    const prototype = SqlApprovalRepository.prototype;
+    const original = prototype.decide;
+    let reached = false;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    prototype.decide = async function (this: SqlApprovalRepository, approvalId, decision, alsoWithin) {
+      if (approvalId === id && decision.decidedBy === ALICE.id) {
+        reached = true;
+        await held;
+      }
+      return original.call(this, approvalId, decision, alsoWithin);
+    };
+    try {
+      const decision = decide(id, { decision: 'approve' });
+      await waitFor(() => reached, waitLong, 'the decision to read the request pending');
+      expect((await server.request('DELETE', `/api/threads/${threadId}`)).status).toBe(204);
+      release();
+      const answered = await decision;
+      expect(answered.status, JSON.stringify(answered.body)).toBe(404);
+      expect(answered.body.error.code).toBe('APPROVAL_NOT_FOUND');
+    } finally {
+      release();
+      prototype.decide = original;
+    }
+    expect((await server.request('GET', `/api/approvals/${id}`)).status).toBe(404);
+    expect((await decide(id, { decision: 'approve' })).body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect((await decide(id, { decision: 'approve' }, BOB.token)).body.error.code).toBe('APPROVAL_NOT_FOUND');
+    expect(await memories(agentId)).toEqual([]);
+  });
 }

@@ -140,7 +140,10 @@ export class ApprovalService implements ApprovalGate {
     const scheduled = new Set<string>();
     const decided = await this.deps.repository.decide(id, decisionWrite(userId, body, channel, now), this.resumeWithin(scheduled));
     if (!decided) {
-      const current = (await this.deps.repository.getById(id)) ?? record;
+      // Gone (its thread was deleted while the decision was on its way): 404, as for any
+      // request that is not there. Read as the stale pending record it was, it answered 409
+      // "already pending".
+      const current = await this.stillThere(id);
       // Still pending: the deadline passed while the decision was on its way.
       return sameDecisionOrConflict(current.status === 'pending' ? await this.expireLate(current) : current, status, body);
     }
@@ -275,11 +278,21 @@ export class ApprovalService implements ApprovalGate {
     await this.resumeWhenSettled(expired, scheduled);
   }
 
-  /** A request found past its deadline before its job ran: expired now; what it became (another caller may have won). */
+  /** A request found past its deadline before its job ran: expired now; what it became (another caller may have won, or its thread gone). */
   private async expireLate(record: ApprovalRecord): Promise<ApprovalRecord> {
     await this.expire(record.id);
     await this.disarmDeadline(record); // its job, due later, has nothing left to do
-    return (await this.deps.repository.getById(record.id)) ?? record;
+    return this.stillThere(record.id);
+  }
+
+  /**
+   * A request re-read after a decision on it did not win: APPROVAL_NOT_FOUND when it is no
+   * longer there (its thread was deleted in between, which takes its approvals with it).
+   */
+  private async stillThere(id: string): Promise<ApprovalRecord> {
+    const current = await this.deps.repository.getById(id);
+    if (!current) throw new VigilError('APPROVAL_NOT_FOUND', `no approval "${id}": it was deleted with its thread`);
+    return current;
   }
 
   private async onExpire(job: DueJob): Promise<void> {
