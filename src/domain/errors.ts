@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   HOOK_DELIVERY_PENDING: { status: 409, description: 'An earlier attempt of this webhook-id may still be storing its task; nothing was started. Retry later: once that attempt is known to have died, a retry is accepted.' },
   TIMER_NOT_PENDING: { status: 409, description: 'The follow-up timer has already fired, or was cancelled, dropped or skipped.' },
   THREAD_BUSY: { status: 409, description: 'A run is in progress or waiting on the thread, and the multitask strategy is `reject`.' },
+  RUN_NOT_CANCELLABLE: { status: 409, description: 'The run resumes tool calls whose decisions are already recorded, and a decision is final (I16): it was not cancelled, and the run that carries the decisions out starts anyway (LangGraph protocol).' },
   THREAD_EXISTS: { status: 409, description: 'A thread with this id already exists (LangGraph protocol, if_exists=raise).' },
   MEMORY_EXISTS: { status: 409, description: "A memory with this id already exists in another namespace (LangGraph store: the key is another agent's or another user's); choose another key." },
   ASSISTANT_MISMATCH: { status: 409, description: "The thread already holds messages of another assistant; vigil binds a thread to one agent." },

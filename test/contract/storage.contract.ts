@@ -173,6 +173,21 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await protocol.threadMetadata(randomUUID(), id)).toEqual({});
       });
 
+      it("a protocol run keeps a resume's step and why it ended before it started, beside the client's metadata and never in it; another user reads none of it", async () => {
+        const protocol = new SqlProtocolStore((storage as unknown as SqlStorage).context);
+        const userId = randomUUID();
+        const runId = randomUUID();
+        const record = newRunRecord({ runId, userId, threadId: randomUUID(), agentId: 'agent', metadata: { origin: 'sdk' }, multitaskStrategy: 'reject', resumeStep: 'message-1' });
+        await protocol.createRun(record);
+        expect(await protocol.getRun(userId, runId)).toEqual(record);
+        const error = { code: 'RESUME_NOT_STARTED', message: 'nothing will continue it' };
+        await protocol.setRunState(runId, 'failed', undefined, error);
+        expect(await protocol.getRun(userId, runId)).toEqual({ ...record, state: 'failed', error });
+        await protocol.setRunState(runId, 'started', 'vigil-run');
+        expect(await protocol.getRun(userId, runId)).toMatchObject({ state: 'started', vigilRunId: 'vigil-run', resumeStep: 'message-1', error, metadata: { origin: 'sdk' } });
+        expect(await protocol.getRun(randomUUID(), runId)).toBeUndefined();
+      });
+
       it('lists newest activity first, paging with an opaque cursor', async () => {
         const userId = randomUUID();
         const threads = [];

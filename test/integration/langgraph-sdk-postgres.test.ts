@@ -6,6 +6,7 @@ import { makeTempDir } from '../helpers/temp-dir.js';
 import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { GatedModel, collect, langgraphSdkSuite } from './langgraph-sdk.suite.js';
+import { APPROVAL_RESUME_QUEUE } from '../../src/app/approvals/approval-service.js';
 
 type Json = Record<string, any>;
 
@@ -148,6 +149,37 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     const state = await onFirst!.threads.getState(thread.thread_id);
     expect((state.values as Json).messages.map((message: Json) => message.content)).toEqual(['busy [hold]', 'Echo: busy [hold]']);
     expect((await onFirst!.threads.get(thread.thread_id)).status).toBe('idle');
+  });
+
+  it('I16: a resume waiting on one instance for its run, cancelled through the other, is refused there too (409 RUN_NOT_CANCELLABLE): the decisions stand and the run ends as success on both; another user 404', async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } }));
+    const assistant = await onFirst!.assistants.create({ graphId: 'chat', name: 'Careful on two' });
+    await first.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+    const thread = await onFirst!.threads.create();
+    await onFirst!.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note [remember:likes pears]' }] } });
+    // The resume job comes 1.5 s after the decisions, whichever instance's queue delivers it.
+    const restores = [first, second].map((server) => {
+      const jobs = server.services.jobs;
+      const schedule = jobs.schedule;
+      jobs.schedule = async (job, options) => schedule.call(jobs, job.queue === APPROVAL_RESUME_QUEUE ? { ...job, dueAt: new Date(job.dueAt.getTime() + 1_500) } : job, options);
+      return () => (jobs.schedule = schedule);
+    });
+    let runId: string;
+    try {
+      runId = (await onFirst!.runs.create(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } })).run_id;
+      await waitFor(async () => ((await first.request('GET', `/api/approvals?threadId=${thread.thread_id}`)).body.approvals as Json[]).every((approval) => approval.status === 'approved'), 10_000, 'the decision recorded');
+      expect((await second.request('POST', `/threads/${thread.thread_id}/runs/${runId}/cancel`, { token: BOB.token })).status).toBe(404);
+      const refused = await second.request('POST', `/threads/${thread.thread_id}/runs/${runId}/cancel`);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+      expect(refused.body.error.code).toBe('RUN_NOT_CANCELLABLE');
+    } finally {
+      for (const restore of restores) restore();
+    }
+    const joined = (await onSecond!.runs.join(thread.thread_id, runId)) as Json;
+    expect(joined.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+    await waitFor(async () => (await onFirst!.runs.get(thread.thread_id, runId)).status === 'success', 10_000, 'the resume to end');
+    expect((await onSecond!.runs.get(thread.thread_id, runId)).status).toBe('success');
+    expect((await first.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes pears']);
   });
 
   it('multitask across instances: the thread shows busy there, reject sees the run the other instance runs (409), interrupt cancels it there and answers (I8)', async () => {

@@ -8,6 +8,10 @@ import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import { textOf } from '../../src/domain/message-content.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { APPROVAL_RESUME_QUEUE } from '../../src/app/approvals/approval-service.js';
+import { SqlProtocolStore } from '../../src/adapters/sql/protocol-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { newRunRecord } from '../../src/app/langgraph/protocol-store.js';
 
 type Json = Record<string, any>;
 const CAROL = { id: 'carol', token: 'carol-token-0123456789' };
@@ -116,6 +120,31 @@ export function langgraphSdkSuite(backend: () => Backend): void {
   const release = async () => {
     await waitFor(() => GatedModel.held.length > 0, 10_000, 'a held model call');
     GatedModel.held.shift()!();
+  };
+
+  /**
+   * The job that resumes a decided step comes `ms` after the decisions (as a busy queue
+   * delivers it): the window between a resume's decisions and the start of their run, held
+   * open. Returns what puts the queue back.
+   */
+  const delayResumes = (ms: number) => {
+    const jobs = server.services.jobs;
+    const schedule = jobs.schedule;
+    jobs.schedule = async (job, options) => schedule.call(jobs, job.queue === APPROVAL_RESUME_QUEUE ? { ...job, dueAt: new Date(job.dueAt.getTime() + ms) } : job, options);
+    return () => {
+      jobs.schedule = schedule;
+    };
+  };
+
+  /** An assistant that asks before memory_write, and a thread of it waiting for a decision on one call. */
+  const waitingResume = async (name: string, content: string, metadata: Json = {}) => {
+    const assistant = await alice.assistants.create({ graphId: 'chat', name });
+    await server.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+    const thread = await alice.threads.create({ metadata });
+    const waiting = (await alice.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content }] } })) as Json;
+    expect(waiting.__interrupt__).toHaveLength(1);
+    const decided = async () => ((await server.request('GET', `/api/approvals?threadId=${thread.thread_id}`)).body.approvals as Json[]).every((approval) => approval.status !== 'pending');
+    return { assistant, thread, decided };
   };
 
   describe('info, auth and CORS', () => {
@@ -873,6 +902,53 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(answered.messages.at(-1)).toMatchObject({ type: 'ai' });
     });
 
+    it('I16: a resume cancelled before the run that carries out its decisions starts is refused (409 RUN_NOT_CANCELLABLE), never answered interrupted while the approved call runs; the run goes on and says so; another user 404', async () => {
+      const { assistant, thread, decided } = await waitingResume('Careful, cancelled', 'note [remember:likes quinces]');
+      const restore = delayResumes(1_500);
+      let runId: string;
+      try {
+        runId = (await alice.runs.create(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } })).run_id;
+        await waitFor(decided, 10_000, 'the decisions recorded');
+        expect(await statusOf(bob.runs.cancel(thread.thread_id, runId))).toBe(404);
+        const refused = await server.request('POST', `/threads/${thread.thread_id}/runs/${runId}/cancel?wait=1`);
+        expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+        expect(refused.body.error.code).toBe('RUN_NOT_CANCELLABLE');
+        expect((await alice.runs.get(thread.thread_id, runId)).status).toBe('pending');
+      } finally {
+        restore();
+      }
+      // The decision stands: the approved call runs once, and the run that carried it out is this run's end.
+      const joined = (await alice.runs.join(thread.thread_id, runId)) as Json;
+      expect(joined.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+      expect((await alice.runs.get(thread.thread_id, runId)).status).toBe('success');
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes quinces']);
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('idle');
+    });
+
+    it("a thread whose last run failed is `error` to get, search and count (the status filter too), until a run succeeds; another user sees none of it (I12)", async () => {
+      const tag = randomUUID();
+      const { assistant, thread } = await waitingResume('Careful, erring', 'note [remember:likes dates] [fail]', { tag });
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('interrupted');
+      // The run that continues the thread after the rejection fails (the model refuses the call).
+      const failed = (await alice.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'reject' }] } }, raiseError: false })) as Json;
+      expect(failed.__error__).toMatchObject({ error: 'MODEL_ERROR' });
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('error');
+      expect((await alice.threads.search({ metadata: { tag }, status: 'error' })).map((found) => found.thread_id)).toEqual([thread.thread_id]);
+      expect((await alice.threads.search({ metadata: { tag } }))[0]!.status).toBe('error');
+      expect(await alice.threads.search({ metadata: { tag }, status: 'idle' })).toEqual([]);
+      expect(await alice.threads.count({ metadata: { tag }, status: 'error' })).toBe(1);
+      expect(await alice.threads.count({ metadata: { tag }, status: 'idle' })).toBe(0);
+      // Another user: not found, not searched, not counted (I12).
+      expect(await statusOf(bob.threads.get(thread.thread_id))).toBe(404);
+      expect((await bob.threads.search({ status: 'error', limit: 1000 })).map((found) => found.thread_id)).not.toContain(thread.thread_id);
+      expect(await bob.threads.count({ metadata: { tag }, status: 'error' })).toBe(0);
+      // The next run succeeds: the thread is idle again.
+      await alice.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'and now?' }] } });
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('idle');
+      expect(await alice.threads.count({ metadata: { tag }, status: 'error' })).toBe(0);
+      expect(await alice.threads.count({ metadata: { tag }, status: 'idle' })).toBe(1);
+    });
+
     it("useStream's calls: create thread, stream messages-tuple + values, history on reload, join a running stream", async () => {
       const thread = await alice.threads.create();
       const events = await collect(
@@ -924,6 +1000,48 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(resumed.length).toBeGreaterThan(0);
       expect(resumed.every((event) => Number(event.id) > Number(readUpTo))).toBe(true);
       expect(resumed.at(-1)!.data.messages.map((message: Json) => message.content)).toEqual(['before restart', 'Echo: before restart']);
+    });
+
+    it('I16: a resume whose server stopped between its decisions and the start of their run ends as what happened: join answers once that run ended after the restart, runs.get says success; another user 404', { timeout: 60_000 }, async () => {
+      const { assistant, thread, decided } = await waitingResume('Careful across a restart', 'note [remember:likes plums]');
+      // The resume job comes 3 s after the decisions; the server stops before that.
+      delayResumes(3_000);
+      const run = await alice.runs.create(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } } });
+      await waitFor(decided, 10_000, 'the decisions recorded');
+      expect((await alice.runs.get(thread.thread_id, run.run_id)).status).toBe('pending');
+      server = await server.restart();
+      alice = new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
+      bob = new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: { Authorization: `Bearer ${BOB.token}` }, callerOptions: { maxRetries: 0 } });
+      // Without an owner the record stayed pending for ever and join never answered.
+      const joined = (await alice.runs.join(thread.thread_id, run.run_id)) as Json;
+      expect(joined.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+      expect((await alice.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+      expect((await alice.runs.list(thread.thread_id)).find((listed) => listed.run_id === run.run_id)?.status).toBe('success');
+      const streamed = await collect(alice.runs.joinStream(thread.thread_id, run.run_id, { streamMode: 'values' }));
+      expect(streamed.at(-1)!.data.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+      // The approved call ran once, after the restart.
+      expect((await server.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes plums']);
+      expect(await statusOf(bob.runs.get(thread.thread_id, run.run_id))).toBe(404);
+      expect(await statusOf(bob.runs.join(thread.thread_id, run.run_id))).toBe(404);
+    });
+
+    it('a resume whose decisions were never recorded before its server stopped ends as error with the reason, not pending for ever; another user 404', async () => {
+      const { assistant, thread } = await waitingResume('Careful, undecided', 'note [remember:likes limes]');
+      // The interrupt's id is its step's: the model message whose call waits.
+      const [step] = Object.keys((await alice.threads.get(thread.thread_id)).interrupts ?? {});
+      // What a process that died right after writing the resume's record, before its decisions, left.
+      const runId = randomUUID();
+      const store = new SqlProtocolStore((server.storage as SqlStorage).context);
+      await store.createRun({ ...newRunRecord({ runId, userId: ALICE.id, threadId: thread.thread_id, agentId: assistant.assistant_id, metadata: {}, multitaskStrategy: 'reject', resumeStep: step! }), createdAt: new Date(Date.now() - 120_000).toISOString() });
+      expect(await statusOf(bob.runs.join(thread.thread_id, runId))).toBe(404);
+      const joined = (await alice.runs.join(thread.thread_id, runId)) as Json;
+      expect(joined.__interrupt__).toHaveLength(1);
+      const ended = await alice.runs.get(thread.thread_id, runId);
+      expect(ended.status).toBe('error');
+      expect((ended.metadata as Json).vigil.error).toMatchObject({ code: 'RESUME_NOT_STARTED', message: expect.stringContaining('before the decisions were recorded') });
+      expect(await statusOf(bob.runs.get(thread.thread_id, runId))).toBe(404);
+      // The call still waits for a decision.
+      expect((await alice.threads.get(thread.thread_id)).status).toBe('interrupted');
     });
   });
 }

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { ProtocolRunRecord, ProtocolRunState, ProtocolStore, WriteOptions } from '../../app/langgraph/protocol-store.js';
+import type { ProtocolRunError, ProtocolRunRecord, ProtocolRunState, ProtocolStore, WriteOptions } from '../../app/langgraph/protocol-store.js';
 import { kyselyTransactionOf } from './timer-repository.js';
 import type { SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
@@ -85,7 +85,7 @@ export class SqlProtocolStore implements ProtocolStore {
         user_id: run.userId,
         thread_id: run.threadId,
         assistant_id: run.assistantId,
-        metadata: encodeJson(run.metadata),
+        metadata: encodeJson(withInternal(run.metadata, { resumeStep: run.resumeStep, error: run.error })),
         multitask_strategy: run.multitaskStrategy,
         state: run.state,
         vigil_run_id: run.vigilRunId,
@@ -94,10 +94,18 @@ export class SqlProtocolStore implements ProtocolStore {
       .execute();
   }
 
-  async setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void> {
+  async setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string, error?: ProtocolRunError): Promise<void> {
+    let metadata: string | undefined;
+    if (error !== undefined) {
+      // Only the process that ends a run writes its end: read, then written with the state.
+      const row = await this.#db.selectFrom('protocol_runs').select('metadata').where('run_id', '=', runId).executeTakeFirst();
+      if (row === undefined) return;
+      const stored = fromStored(row.metadata);
+      metadata = encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error }));
+    }
     await this.#db
       .updateTable('protocol_runs')
-      .set({ state, ...(vigilRunId !== undefined ? { vigil_run_id: vigilRunId } : {}) })
+      .set({ state, ...(vigilRunId !== undefined ? { vigil_run_id: vigilRunId } : {}), ...(metadata !== undefined ? { metadata } : {}) })
       .where('run_id', '=', runId)
       .execute();
   }
@@ -122,13 +130,37 @@ export class SqlProtocolStore implements ProtocolStore {
   }
 }
 
+/**
+ * What vigil keeps of a run beside the client's metadata (a resume's step, why it ended
+ * before it started) is stored in the same JSON under the key `vigil`, which a client can
+ * never write (clientMetadata refuses it) and which a run's metadata always shows as vigil's
+ * own report: read back, it is taken out of the metadata. (No column of its own, so no
+ * migration.)
+ */
+const INTERNAL_KEY = 'vigil';
+
+function withInternal(metadata: Record<string, unknown>, internal: { resumeStep: string | null; error: ProtocolRunError | null }): Record<string, unknown> {
+  const kept = { ...(internal.resumeStep !== null ? { resume_step: internal.resumeStep } : {}), ...(internal.error !== null ? { error: internal.error } : {}) };
+  return Object.keys(kept).length > 0 ? { ...metadata, [INTERNAL_KEY]: kept } : metadata;
+}
+
+function fromStored(text: string): { metadata: Record<string, unknown>; resumeStep: string | null; error: ProtocolRunError | null } {
+  const { [INTERNAL_KEY]: internal, ...metadata } = decodeJsonRecord(text);
+  const kept = (internal ?? {}) as { resume_step?: unknown; error?: { code?: unknown; message?: unknown } };
+  const error = kept.error && typeof kept.error.code === 'string' && typeof kept.error.message === 'string' ? { code: kept.error.code, message: kept.error.message } : null;
+  return { metadata, resumeStep: typeof kept.resume_step === 'string' ? kept.resume_step : null, error };
+}
+
 function toRun(row: Selectable<ProtocolRunsTable>): ProtocolRunRecord {
+  const stored = fromStored(row.metadata);
   return {
     runId: row.run_id,
     userId: row.user_id,
     threadId: row.thread_id,
     assistantId: row.assistant_id,
-    metadata: decodeJsonRecord(row.metadata),
+    metadata: stored.metadata,
+    resumeStep: stored.resumeStep,
+    error: stored.error,
     multitaskStrategy: row.multitask_strategy,
     state: row.state as ProtocolRunState,
     vigilRunId: row.vigil_run_id,

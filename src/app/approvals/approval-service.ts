@@ -266,6 +266,37 @@ export class ApprovalService implements ApprovalGate {
     return (await this.deps.waitingStep(agent, probe)) === newest.messageId ? newest : undefined;
   }
 
+  /**
+   * What became of a step decided at `since` or later, for a record that follows the run
+   * continuing it (a protocol resume) and whose process is gone: `continued` by that run (the
+   * resumed run carries the waiting run's correlation id, and was requested after the
+   * decisions); `waiting` for it (every call decided and the checkpoint still waits on the
+   * step: the durable resume job starts it, after a restart too); `undecided` (a call still
+   * pending: the decisions were never recorded); `gone` (nothing will ever continue it: the
+   * step or the run that waited is gone, or the thread moved on without it).
+   */
+  async continuationOf(userId: string, threadId: string, messageId: string, since: string): Promise<{ state: 'continued'; runId: string } | { state: 'waiting' | 'undecided' | 'gone' }> {
+    const { storage } = this.deps;
+    const step = (await this.deps.repository.listStep(threadId, messageId)).filter((call) => call.userId === userId);
+    if (step.length === 0) return { state: 'gone' };
+    if (step.some((call) => call.status === 'pending')) return { state: 'undecided' };
+    const waitingRun = await storage.runs.get(userId, step[0]!.runId);
+    if (!waitingRun) return { state: 'gone' };
+    const continuing = async () => {
+      const runs = await storage.runs.listByThread(userId, threadId, { limit: 50 });
+      return runs.filter((run) => run.id !== waitingRun.id && run.correlationId === waitingRun.correlationId && run.requestedAt >= since).sort((a, b) => (a.requestedAt < b.requestedAt ? -1 : 1))[0];
+    };
+    const found = await continuing();
+    if (found) return { state: 'continued', runId: found.id };
+    const agent = await storage.agents.get(userId, waitingRun.agentId);
+    if (!agent) return { state: 'gone' };
+    const probe: RunContext = { runId: randomUUID(), threadId, userId, agentId: agent.id, trigger: waitingRun.trigger, meta: {}, requestedAt: this.deps.clock.now().toISOString(), correlationId: randomUUID() };
+    if ((await this.deps.waitingStep(agent, probe)) === messageId) return { state: 'waiting' };
+    // The checkpoint moved on: a run took the step up, recorded before it did (read again, in case it came meanwhile).
+    const late = await continuing();
+    return late ? { state: 'continued', runId: late.id } : { state: 'gone' };
+  }
+
   // ---------- deadlines ----------
   /** Nobody answered: `expired`, never a refusal (I16); the model is told and the run goes on. */
   async expire(id: string): Promise<void> {

@@ -24,7 +24,20 @@ export interface ProtocolRunRecord {
   state: ProtocolRunState;
   /** The vigil run this protocol run follows when it is not its own (a resume after approvals); null: the same id. */
   vigilRunId: string | null;
+  /**
+   * A resume's step: the id of the model message whose waiting tool calls it decides; null
+   * for a person's message. What finds the run that continued the thread when the process
+   * that recorded the decisions is gone (ProtocolRunManager.reconcile).
+   */
+  resumeStep: string | null;
+  /** Why it ended before it started (`cancelled`/`failed`), when known. */
+  error: ProtocolRunError | null;
   createdAt: Iso;
+}
+
+export interface ProtocolRunError {
+  code: string;
+  message: string;
 }
 
 export interface ProtocolStore {
@@ -36,13 +49,14 @@ export interface ProtocolStore {
   /** Point a thread with no messages yet at another agent (a protocol thread is bound at its first run). */
   rebindEmptyThread(userId: string, threadId: string, agentId: string, now: Iso): Promise<boolean>;
   createRun(run: ProtocolRunRecord, options?: WriteOptions): Promise<void>;
-  setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string): Promise<void>;
+  /** `error`: why it ended without starting (for `cancelled`/`failed`). */
+  setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string, error?: ProtocolRunError): Promise<void>;
   getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined>;
   listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]>;
 }
 
 /** The row of a protocol run about to start: `pending` until it has its thread. */
-export function newRunRecord(run: { runId: string; userId: string; threadId: string; agentId: string; metadata: Record<string, unknown>; multitaskStrategy: string }): ProtocolRunRecord {
+export function newRunRecord(run: { runId: string; userId: string; threadId: string; agentId: string; metadata: Record<string, unknown>; multitaskStrategy: string; resumeStep?: string | null }): ProtocolRunRecord {
   return {
     runId: run.runId,
     userId: run.userId,
@@ -52,6 +66,8 @@ export function newRunRecord(run: { runId: string; userId: string; threadId: str
     multitaskStrategy: run.multitaskStrategy,
     state: 'pending',
     vigilRunId: null,
+    resumeStep: run.resumeStep ?? null,
+    error: null,
     createdAt: new Date().toISOString(),
   };
 }

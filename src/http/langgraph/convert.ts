@@ -100,7 +100,7 @@ export function toRun(run: RunRecord | undefined, row: ProtocolRunRecord | undef
   const status: ProtocolRunStatus = run ? STATUS_OF_VIGIL[run.status] : row?.state === 'cancelled' ? 'interrupted' : row?.state === 'failed' ? 'error' : 'pending';
   const vigil = run
     ? { trigger: run.trigger, meta: run.meta, status: run.status, reason: run.reason, error: run.errorCode ? { code: run.errorCode, message: run.errorMessage } : null, model: run.model, correlation_id: run.correlationId }
-    : { trigger: 'user', status: 'pending' };
+    : { trigger: 'user', status: row?.state === 'cancelled' ? 'cancelled' : row?.state === 'failed' ? 'failed' : 'pending', ...(row?.error ? { error: row.error } : {}) };
   return {
     run_id: run?.id ?? row!.runId,
     thread_id: run?.threadId ?? row!.threadId,

@@ -28,8 +28,10 @@ export function langgraphRoutes(deps: HttpDependencies, version: string): Fastif
     ...(options.resumeStartMs !== undefined ? { resumeStartMs: options.resumeStartMs } : {}),
     retentionMs: options.retentionMs ?? 10 * 60_000,
     activeRunOf: options.activeRunOf,
+    ...(deps.approvals ? { continuationOf: deps.approvals.continuationOf.bind(deps.approvals) } : {}),
   });
   return async (app) => {
+    app.addHook('onClose', async () => runs.close());
     app.get('/ok', { schema: { tags: ['langgraph'], response: { 200: z.object({ ok: z.literal(true) }) } } }, async () => ({ ok: true as const }));
     app.get(
       '/info',

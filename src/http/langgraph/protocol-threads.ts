@@ -55,14 +55,6 @@ export async function visibleMessages(context: ProtocolContext, userId: string, 
 }
 
 /**
- * The run in progress on the thread, on any instance: its newest run record, when still
- * running (runs on one thread never overlap, I8, so a running one is the newest).
- */
-export async function runningRunOf(context: ProtocolContext, userId: string, threadId: string): Promise<string | undefined> {
-  return (await runningRecordOf(context, userId, threadId))?.id;
-}
-
-/**
  * The thread's run in progress on any instance, for a run about to start: one whose process
  * died (nothing holds its thread) is ended now, as the sweep would, instead of refusing
  * runs as busy until the sweep comes by.
@@ -79,13 +71,25 @@ async function runningRecordOf(context: ProtocolContext, userId: string, threadI
   return newest?.status === 'running' ? newest : undefined;
 }
 
+/**
+ * A thread's status, as LangGraph Platform reports it: `busy` while a run is in progress,
+ * `interrupted` while tool calls wait for a person (I16: waiting is never shown as anything
+ * else), `error` when its last run failed, else `idle`. The last run is the newest of the
+ * thread's runs of any kind (a follow-up's, a schedule's too), or a protocol run newer than
+ * it that failed before it started (it has no run record: a resume whose run never came); a
+ * cancelled run is no failure (LangGraph's interrupted run leaves its thread idle).
+ */
 export async function threadStatus(context: ProtocolContext, thread: Pick<ThreadRecord, 'id' | 'userId'>): Promise<ThreadStatus> {
   const threadId = thread.id;
   // A run of any kind: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
   if (context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined) return 'busy';
-  if ((await runningRunOf(context, thread.userId, threadId)) !== undefined) return 'busy';
+  const [newest] = await context.deps.conversations.listRuns(thread.userId, threadId, 1);
+  if (newest?.status === 'running') return 'busy';
   if (context.deps.approvals && (await context.deps.approvals.hasPending(threadId))) return 'interrupted';
-  return 'idle';
+  if (newest?.status === 'failed') return 'error';
+  const [row] = await context.store.listRuns(thread.userId, threadId, { limit: 1, offset: 0 });
+  const failedBeforeStart = row?.state === 'failed' && row.vigilRunId === null && (newest === undefined || row.createdAt > newest.requestedAt);
+  return failedBeforeStart ? 'error' : 'idle';
 }
 
 export async function kindOf(context: ProtocolContext, thread: ThreadRecord): Promise<string | undefined> {

@@ -16,6 +16,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 const RUN_END_GRACE_MS = 10_000;
 /** The end of a run's stream when it was called off before it started. */
 const CANCELLED_BEFORE_START = { error: 'RUN_CANCELLED', message: 'the run was cancelled before it started' };
+/** How a resume ends when nothing will continue the thread with its decisions. */
+const RESUME_ABANDONED = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but the server stopped before their run started and the thread went on without it: no run will carry them out' };
+const RESUME_UNDECIDED = { code: 'RESUME_NOT_STARTED', message: 'the server stopped before the decisions were recorded: nothing was decided and no run continued the thread; resume again' };
+const RESUME_TIMED_OUT = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but no run continued the thread in time' };
 
 /**
  * How often a follower of another instance's run asks whether that run has ended (one
@@ -48,7 +52,12 @@ export interface RunManagerDependencies {
   resumeStartMs?: number;
   /** Is a vigil run (of any trigger) in progress on the thread? */
   activeRunOf: (threadId: string) => string | undefined;
+  /** What became of a decided step (ApprovalService.continuationOf); absent without approvals. */
+  continuationOf?: (userId: string, threadId: string, messageId: string, since: string) => Promise<{ state: 'continued'; runId: string } | { state: 'waiting' | 'undecided' | 'gone' }>;
 }
+
+/** What a cancel did: stopped the run (or it had ended), or refused because the run carries out recorded decisions. */
+export type CancelResult = 'cancelled' | 'not_cancellable';
 
 export interface InFlight {
   runId: string;
@@ -58,6 +67,8 @@ export interface InFlight {
   controller: AbortController;
   /** Resolves when the run (and what follows it under the thread's lock) is over; the outcome when it ran here. */
   settled: Promise<RunOutcome | undefined>;
+  /** A resume's: whether its decisions were recorded (once known), and the vigil run continuing the thread, once it started. */
+  resume?: { decided: Promise<boolean>; continuing: () => string | undefined };
 }
 
 /** VigilEvent types passed to `custom` as vigil's extension (plan progress, approvals, timers, retractions). */
@@ -98,8 +109,42 @@ export class ProtocolRunManager {
   private readonly inFlight = new Map<string, InFlight>(); // runId →
   private readonly finished = new Map<string, RunFrames>(); // runId → frames, for a while
   private readonly followed = new Map<string, RunFrames>(); // runId → frames of a run another instance runs
+  /** Aborted when the server stops: resumes waiting for their run stop waiting and write nothing. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly deps: RunManagerDependencies) {}
+
+  /** The server is stopping: stop waiting, write nothing (after the restart, reconcile ends such a run as what happened). */
+  close(): void {
+    this.stopping.abort();
+  }
+
+  /**
+   * A resume's record whose decisions' run this process is not waiting for (its process
+   * stopped, or another instance has it): brought in step with what happened. Linked to the
+   * run that continued the thread once there is one (as its owner links it at run.start);
+   * ended as failed, with the reason, when nothing will ever continue it (the decisions were
+   * never recorded, or the thread moved on without them). While the step is decided and
+   * still waits, the durable resume job starts that run (after a restart too): it stays
+   * pending. Without this, a resume whose process stopped between the decisions and the
+   * start of their run stayed `pending` for ever, and join waited for ever.
+   */
+  async reconcile(row: ProtocolRunRecord): Promise<ProtocolRunRecord> {
+    if (row.state !== 'pending' || row.resumeStep === null || row.vigilRunId !== null || this.inFlight.has(row.runId) || !this.deps.continuationOf) return row;
+    const found = await this.deps.continuationOf(row.userId, row.threadId, row.resumeStep, row.createdAt);
+    if (found.state === 'continued') {
+      await this.deps.store.setRunState(row.runId, 'started', found.runId);
+      return { ...row, state: 'started', vigilRunId: found.runId };
+    }
+    // Still deciding on a live instance, for a moment: only a record older than a resume's wait for its run is judged.
+    const stale = Date.now() - Date.parse(row.createdAt) > (this.deps.resumeStartMs ?? 60_000);
+    if (found.state === 'gone' || (found.state === 'undecided' && stale)) {
+      const error = found.state === 'gone' ? RESUME_ABANDONED : RESUME_UNDECIDED;
+      await this.deps.store.setRunState(row.runId, 'failed', undefined, error);
+      return { ...row, state: 'failed', error };
+    }
+    return row;
+  }
 
   busyThreads(): Set<string> {
     return new Set([...this.inFlight.values()].map((run) => run.threadId));
@@ -158,6 +203,8 @@ export class ProtocolRunManager {
   ): { frames: RunFrames; replayed: Promise<boolean>; stop: (options?: { forget?: boolean }) => void } {
     const { frames, handle, finish } = this.tracker({ ...shape, metadata: {}, multitaskStrategy: 'reject' }, { follower: true });
     this.followed.set(shape.runId, frames);
+    // A resume's record not yet linked to the run continuing the thread: followed under its own id until it is.
+    let target = vigilRunId;
     let started = false;
     let seen = false;
     let ended = false;
@@ -176,7 +223,7 @@ export class ProtocolRunManager {
       void finish().then(() => setTimeout(() => this.followed.delete(shape.runId), this.deps.retentionMs).unref());
     };
     check = setInterval(() => {
-      void this.deps.conversations.getRun(shape.userId, vigilRunId).then(
+      void this.deps.conversations.getRun(shape.userId, target).then(
         async (run) => {
           if (run.status === 'running') return;
           await delay(RUN_END_GRACE_MS, undefined, { ref: false }); // its run.end may still be on its way
@@ -187,29 +234,42 @@ export class ProtocolRunManager {
         },
         // Not recorded: still waiting for its thread, or called off before it started.
         async () => {
-          const row = await this.deps.store.getRun(shape.userId, shape.runId).catch(() => undefined);
-          if (ended || (row?.state !== 'cancelled' && row?.state !== 'failed')) return;
+          const stored = await this.deps.store.getRun(shape.userId, shape.runId).catch(() => undefined);
+          const row = stored && (await this.reconcile(stored).catch(() => stored));
+          if (ended) return;
+          if (row?.vigilRunId != null && row.vigilRunId !== target) {
+            // A resume whose continuing run is now known: its events, from the start of the bus's window.
+            target = row.vigilRunId;
+            listen(target);
+            return;
+          }
+          if (row?.state !== 'cancelled' && row?.state !== 'failed') return;
           // As the instance that had it ends its own stream.
           if (row.state === 'cancelled') frames.push('error', CANCELLED_BEFORE_START);
-          else frames.push('error', { error: 'INTERNAL', message: 'the run failed before it started' });
+          else frames.push('error', row.error ? { error: row.error.code, message: row.error.message } : { error: 'INTERNAL', message: 'the run failed before it started' });
           stop();
         },
       );
     }, FOLLOW_CHECK_MS).unref();
-    const replayed = new Promise<boolean>((resolve) => {
+    let replayedNow: (seen: boolean) => void = () => undefined;
+    const replayed = new Promise<boolean>((resolve) => (replayedNow = resolve));
+    const listen = (id: string) => {
+      const previous = unsubscribe;
       unsubscribe = this.deps.events.subscribe(
         shape.thread.id,
         (event) => {
-          if (ended) return;
-          const ours = 'runId' in event && event.runId === vigilRunId;
+          if (ended || id !== target) return;
+          const ours = 'runId' in event && event.runId === id;
           if (ours) seen = true;
           if (ours && event.type === 'run.start') started = true;
           if (ours || (started && event.type.startsWith('timer.'))) handle(event);
           if (ours && event.type === 'run.end') stop();
         },
-        { afterEventId: 0, onReplayed: () => resolve(seen) },
+        { afterEventId: 0, onReplayed: () => replayedNow(seen) },
       );
-    });
+      previous?.();
+    };
+    listen(target);
     return { frames, replayed, stop };
   }
 
@@ -225,20 +285,48 @@ export class ProtocolRunManager {
    * Cancel a run: abort it while it waits for the thread, or ask the coordinator to stop it.
    * `reason` is what the run's record says (a client's cancel, its stream dropped, a newer run).
    */
-  async cancel(userId: string, runId: string, reason: string = CANCEL_REASONS.requested): Promise<void> {
+  async cancel(userId: string, runId: string, reason: string = CANCEL_REASONS.requested): Promise<CancelResult> {
     const run = this.inFlight.get(runId);
+    if (run?.resume && run.userId === userId) return this.cancelResume(userId, run.resume, reason);
     if (run && run.userId === userId) run.controller.abort(new VigilError('RUN_CANCELLED', reason));
-    const row = await this.deps.store.getRun(userId, runId);
+    const stored = await this.deps.store.getRun(userId, runId);
+    const row = stored && (await this.reconcile(stored));
+    if (row?.resumeStep != null && row.state === 'pending' && row.vigilRunId === null) {
+      // A resume another instance waits for (or whose process stopped): its decisions, once recorded, are final.
+      const found = this.deps.continuationOf ? await this.deps.continuationOf(userId, row.threadId, row.resumeStep, row.createdAt) : undefined;
+      if (found?.state === 'continued') return this.cancelVigilRun(userId, found.runId, reason);
+      return 'not_cancellable';
+    }
     // Queued on another instance, waiting for its thread there: it never starts. (A message
     // run has the protocol run's id; a resume pending elsewhere waits for a decision's run,
     // not for the thread, and is not reached so.)
     if (row?.state === 'pending' && row.vigilRunId === null && run === undefined) await this.deps.conversations.cancelAnywhere(userId, runId);
+    return this.cancelVigilRun(userId, row?.vigilRunId ?? runId, reason);
+  }
+
+  private async cancelVigilRun(userId: string, vigilRunId: string, reason: string): Promise<CancelResult> {
     try {
-      await this.deps.conversations.cancelRun(userId, row?.vigilRunId ?? runId, reason);
+      await this.deps.conversations.cancelRun(userId, vigilRunId, reason);
     } catch (error) {
       // Not started yet: the abort above stops it before it starts.
       if (!(isVigilError(error) && error.code === 'RUN_NOT_FOUND')) throw error;
     }
+    return 'cancelled';
+  }
+
+  /**
+   * A resume of this process. Its decisions are recorded as it starts (before the client
+   * has its id), with the job that starts their run, and a decision is final (I16: the first
+   * one wins, and it was announced): a cancel cannot take them back. Before that run starts
+   * the cancel is refused, truthfully (`not_cancellable`), rather than answered `interrupted`
+   * while the approved calls run anyway; once it runs, that run is cancelled as any run is.
+   * (LangGraph Platform drops a pending run with its command; in vigil the decisions are not
+   * the run's input but records of their own.)
+   */
+  private async cancelResume(userId: string, resume: NonNullable<InFlight['resume']>, reason: string): Promise<CancelResult> {
+    if (!(await resume.decided)) return 'cancelled'; // nothing recorded: the run ended failed
+    const continuing = resume.continuing();
+    return continuing === undefined ? 'not_cancellable' : this.cancelVigilRun(userId, continuing, reason);
   }
 
   /**
@@ -300,9 +388,10 @@ export class ProtocolRunManager {
    * waiting tool calls, and the approvals start the run that continues the thread (I16);
    * this protocol run follows that run's events to its end.
    */
-  async resume(input: Omit<RunShape, 'runId'> & { decide: () => Promise<void> }): Promise<InFlight> {
-    const shape = { ...input, runId: randomUUID() };
-    await this.record(shape);
+  async resume(input: Omit<RunShape, 'runId'> & { step: string; decide: () => Promise<void> }): Promise<InFlight> {
+    const { step, decide, ...rest } = input;
+    const shape = { ...rest, runId: randomUUID() };
+    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, resumeStep: step }));
     const { frames, handle, finish } = this.tracker(shape);
     let followed: string | undefined;
     let armed = false;
@@ -321,28 +410,45 @@ export class ProtocolRunManager {
       if (event.type === 'run.end') ended();
     });
     const controller = new AbortController();
+    let recorded!: (decided: boolean) => void;
+    const decided = new Promise<boolean>((resolve) => (recorded = resolve));
+    let onStop: () => void = () => undefined;
+    const stopping = new Promise<'stopping'>((resolve) => (onStop = () => resolve('stopping')));
     const settled = (async () => {
       try {
+        this.stopping.signal.addEventListener('abort', onStop, { once: true });
+        if (this.stopping.signal.aborted) onStop();
         armed = true;
-        await input.decide();
+        await decide().then(
+          () => recorded(true),
+          (error: unknown) => {
+            recorded(false);
+            throw error;
+          },
+        );
         const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.deps.resumeStartMs ?? 60_000).unref());
-        const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
-        const result = await Promise.race([done.then(() => 'ended' as const), timeout, aborted]);
-        if (result !== 'ended' && followed === undefined) {
-          await this.deps.store.setRunState(shape.runId, result === 'aborted' ? 'cancelled' : 'failed');
-          frames.push('error', { error: result === 'aborted' ? 'RUN_CANCELLED' : 'RESUME_NOT_STARTED', message: result === 'aborted' ? 'the run was cancelled' : 'the decisions were recorded, but no run continued the thread in time' });
-        } else if (result !== 'ended') await done;
+        const result = await Promise.race([done.then(() => 'ended' as const), timeout, stopping]);
+        if (result === 'stopping') {
+          // Nothing written: after the restart the record is reconciled with what happened (the durable resume job starts the run).
+          frames.push('error', { error: 'SERVER_STOPPING', message: 'the server stopped before the run that carries out the decisions ended; join the run again once the server is back' });
+        } else if (result === 'timeout' && followed === undefined) {
+          await this.deps.store.setRunState(shape.runId, 'failed', undefined, RESUME_TIMED_OUT);
+          frames.push('error', { error: RESUME_TIMED_OUT.code, message: RESUME_TIMED_OUT.message });
+        } else if (result !== 'ended') await Promise.race([done, stopping]);
       } catch (error) {
         const vigilError = toVigilError(error);
-        await this.deps.store.setRunState(shape.runId, 'failed');
+        await this.deps.store.setRunState(shape.runId, 'failed', undefined, { code: vigilError.code, message: vigilError.message }).catch(() => undefined);
         frames.push('error', { error: vigilError.code, message: vigilError.message });
       } finally {
+        this.stopping.signal.removeEventListener('abort', onStop);
         unsubscribe();
         await finish();
       }
       return undefined;
     })();
-    return this.track(shape, frames, controller, settled);
+    const run = this.track(shape, frames, controller, settled);
+    run.resume = { decided, continuing: () => followed };
+    return run;
   }
 
   private async record(shape: RunShape): Promise<void> {

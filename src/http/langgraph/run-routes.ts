@@ -129,7 +129,9 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
   }
 
   async function runDto(userId: string, threadId: string, runId: string): Promise<Json> {
-    const row = await store.getRun(userId, runId);
+    const stored = await store.getRun(userId, runId);
+    // A resume whose process stopped before its run started: in step with what happened since.
+    const row = stored && (await runs.reconcile(stored));
     const run = await deps.conversations.getRun(userId, row?.vigilRunId ?? runId).catch((error: unknown) => {
       if (isVigilError(error) && error.code === 'RUN_NOT_FOUND') return undefined;
       throw error;
@@ -148,7 +150,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
    * decided elsewhere, or reach its deadline, between the check and the recording, none is
    * recorded and the run reports the conflict.
    */
-  async function decider(userId: string, threadId: string, decisions: Decision[]): Promise<() => Promise<void>> {
+  async function decider(userId: string, threadId: string, decisions: Decision[]): Promise<{ step: string; decide: () => Promise<void> }> {
     const approvals = deps.approvals;
     const waiting = await pendingApprovals(context, userId, threadId);
     if (!approvals || waiting.length === 0) throw new VigilError('UNSUPPORTED_OPTION', `thread "${threadId}" waits for no decision; there is nothing to resume`);
@@ -161,8 +163,11 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       body: decision.type === 'approve' ? { decision: 'approve' as const } : decision.type === 'edit' ? { decision: 'edit' as const, arguments: decision.edited_action.args } : { decision: 'reject' as const, ...(decision.message ? { message: decision.message } : {}) },
     }));
     await approvals.checkAll(userId, batch);
-    return async () => {
-      await approvals.decideAll(userId, batch, 'langgraph');
+    return {
+      step: waiting[0]!.messageId,
+      decide: async () => {
+        await approvals.decideAll(userId, batch, 'langgraph');
+      },
     };
   }
 
@@ -243,7 +248,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       for (const running of new Set([active, elsewhere])) if (running !== undefined) await runs.cancel(userId, running, CANCEL_REASONS.interrupted);
     }
     const run = decisions
-      ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, decide: decide! })
+      ? await runs.resume({ userId, thread, agent, metadata, multitaskStrategy: strategy, ...decide! })
       : await runs.start({ userId, thread, agent, content: content!, metadata, multitaskStrategy: strategy, correlationId: request.id, recorded });
     const stateless = threadId === null;
     if (stateless && body.on_completion !== 'keep') {
@@ -292,7 +297,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       const threadId = request.params.thread_id;
       await deps.conversations.getThread(userId, threadId);
       const window = query.offset + query.limit;
-      const rows = await store.listRuns(userId, threadId, { limit: window, offset: 0 });
+      const rows = await Promise.all((await store.listRuns(userId, threadId, { limit: window, offset: 0 })).map((row) => runs.reconcile(row)));
       // As many of vigil's runs as the page reaches: a protocol row whose run is not among them would show `pending`.
       const vigilRuns = await deps.conversations.listRuns(userId, threadId, window);
       // A protocol row names the vigil run it is (or follows, for a resume).
@@ -312,11 +317,13 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
       runDto(request.userId, request.params.thread_id, request.params.run_id),
     );
 
-    app.post('/threads/:thread_id/runs/:run_id/cancel', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: cancelRunQuery, response: { 200: anyObject, 202: z.null(), 404: errorBody, 422: errorBody } } }, async (request, reply) => {
+    app.post('/threads/:thread_id/runs/:run_id/cancel', { schema: { tags: ['langgraph'], params: threadRunParams, querystring: cancelRunQuery, response: { 200: anyObject, 202: z.null(), 404: errorBody, 409: errorBody, 422: errorBody } } }, async (request, reply) => {
       const { userId, params, query } = request;
       const before = await runDto(userId, params.thread_id, params.run_id);
       if (query.action === 'rollback') throw new VigilError('UNSUPPORTED_OPTION', 'cancel action "rollback" is not supported: vigil never deletes messages (I14)');
-      await runs.cancel(userId, params.run_id);
+      if ((await runs.cancel(userId, params.run_id)) === 'not_cancellable') {
+        throw new VigilError('RUN_NOT_CANCELLABLE', 'this run carries out decisions on tool calls that are recorded, and a decision is final (I16): the run that carries them out starts anyway, so nothing was cancelled; once that run is running (this run shows `running`), a cancel stops it');
+      }
       if (query.wait === '1' || query.wait === 'true') {
         if (!(await runs.settle(params.run_id))) await endOf(await followed(userId, params.thread_id, params.run_id, before));
         return runDto(userId, params.thread_id, params.run_id);
