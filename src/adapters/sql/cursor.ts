@@ -41,11 +41,7 @@ export function encodeMessageCursor(cursor: MessageCursor): string {
 }
 
 export function decodeMessageCursor(cursor: string): MessageCursor {
-  const value = decode(cursor);
-  const seq = value.s;
-  // A seq is a PostgreSQL integer (int4): a larger one is forged.
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || seq > MAX_SEQ || Object.keys(value).length !== 1) throw invalidCursor();
-  return { seq };
+  return { seq: decodeSeq(cursor, 's') };
 }
 
 /** A plan's tool call, by its seq (its own shape: a message cursor is not one). */
@@ -58,10 +54,16 @@ export function encodeToolCallCursor(cursor: ToolCallCursor): string {
 }
 
 export function decodeToolCallCursor(cursor: string): ToolCallCursor {
+  return { seq: decodeSeq(cursor, 't') };
+}
+
+/** The seq a cursor of one kind (its only key) holds; any other cursor is refused. */
+function decodeSeq(cursor: string, key: 's' | 't'): number {
   const value = decode(cursor);
-  const seq = value.t;
+  const seq = value[key];
+  // A seq is a PostgreSQL integer (int4): a larger one is forged.
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || seq > MAX_SEQ || Object.keys(value).length !== 1) throw invalidCursor();
-  return { seq };
+  return seq;
 }
 
 function encode(value: Record<string, unknown>): string {
