@@ -66,7 +66,7 @@ interface ActiveRun {
   request: RunRequest;
   /** Whether it reached `execute` (its record is then written there, however it ends). */
   started?: boolean;
-  /** Cancelled by its id before it started: the record it keeps (see cancelledBeforeStart). */
+  /** Cancelled by its id before it started: the record it keeps (see markCancelledBeforeStart). */
   cancelledBeforeStart?: RunRecord;
 }
 
