@@ -295,7 +295,11 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     expect(await seriousViolations(page)).toEqual([]);
     // The run link opens the webhook's thread, its reply marked with why it happened.
     await row.getByRole('link', { name: 'succeeded' }).click();
-    await expect(page.getByRole('log', { name: 'Conversation' }).locator('article.autonomous .why').first().textContent()).resolves.toBe('webhook: deploys');
+    // Named once the webhooks' names are loaded; before, the kind alone (never its raw id).
+    const why = page.getByRole('log', { name: 'Conversation' }).locator('article.autonomous .why').first();
+    const seen = new Set<string | null>();
+    await waitFor(async () => seen.add(await why.textContent()).has('webhook: deploys'), 10_000, "the reply's reason, named");
+    expect([...seen].filter((text) => text !== 'webhook' && text !== 'webhook: deploys' && text !== null)).toEqual([]);
     await page.close();
   });
 

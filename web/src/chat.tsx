@@ -3,7 +3,7 @@ import { api, ApiError, newRequestId, type Agent, type ClientFrame, type Hook, t
 import { ActionButton, AgentSelect, ErrorNote, useOnline } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
-import { whyOf } from './why.js';
+import { whyOf, type TriggerNames } from './why.js';
 import { ThreadApprovals } from './approvals.js';
 // A value, not only a type, from the server: the API's own limit (a module with no imports), bundled.
 import { MESSAGE_MAX_CHARACTERS } from '../../src/http/limits.js';
@@ -44,7 +44,7 @@ function markSeen(threadId: string): void {
 export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; live: LiveConnection; onAgentsChanged: () => Promise<void> }) {
   const [threads, setThreads] = useState<Thread[]>([]);
   const [selected, setSelected] = useState<string | undefined>(selectedFromHash);
-  const [names, setNames] = useState<{ schedules: Schedule[]; hooks: Hook[] }>({ schedules: [], hooks: [] });
+  const [names, setNames] = useState<TriggerNames>({ schedules: [], hooks: [], loaded: false });
   const [showThreads, setShowThreads] = useState(false);
   const [showInspector, setShowInspector] = useState(false);
   /** The run of the reply a person asked about ("Inspect" on a reply): the inspector opens at it. */
@@ -111,7 +111,7 @@ export function ChatView({ agents, live, onAgentsChanged }: { agents: Agent[]; l
         api<{ schedules: Schedule[] }>('GET', '/api/schedules').catch(() => ({ schedules: [] })),
         api<{ hooks: Hook[] }>('GET', '/api/hooks?limit=100').catch(() => ({ hooks: [] })),
       ]);
-      setNames({ schedules: schedules.schedules, hooks: hooks.hooks });
+      setNames({ schedules: schedules.schedules, hooks: hooks.hooks, loaded: true });
     };
     void names();
     // Threads that are not open change too (a schedule's new thread, a follow-up): poll the list.
@@ -411,7 +411,7 @@ function Conversation({
   thread: Thread;
   agents: Agent[];
   live: LiveConnection;
-  names: { schedules: Schedule[]; hooks: Hook[] };
+  names: TriggerNames;
   showInternal: boolean;
   onActivity: () => void;
   onInspect: (runId: string) => void;

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, type AutonomyPolicy, type Hook, type LiveConnection, type Run, type Schedule, type Thread, type ThreadAutonomy, type ThreadContext } from './api.js';
+import { api, type AutonomyPolicy, type LiveConnection, type Run, type Thread, type ThreadAutonomy, type ThreadContext } from './api.js';
 import { PlansSection } from './plans.js';
 import { ActionButton, countdown, JsonBlock, useLiveLoad, useNow } from './shared.js';
-import { whyOf } from './why.js';
+import { whyOf, type TriggerNames } from './why.js';
 
 function duration(run: Run): string {
   if (!run.endedAt) return 'running';
@@ -22,7 +22,7 @@ export function Inspector({
 }: {
   thread: Thread;
   live: LiveConnection;
-  names: { schedules: Schedule[]; hooks: Hook[] };
+  names: TriggerNames;
   showInternal: boolean;
   onShowInternal: (value: boolean) => void;
   onClose: () => void;

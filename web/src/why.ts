@@ -7,12 +7,19 @@ const FOLLOW_UP_REASONS: Record<string, string> = {
   waiting_for_decision: 'waiting for a decision',
 };
 
+/** The schedules' and webhooks' names a reason is told with; `loaded: false` while they are being fetched. */
+export interface TriggerNames {
+  schedules: Schedule[];
+  hooks: Hook[];
+  loaded?: boolean;
+}
+
 /**
  * Why a reply happened without a person asking, from its run's trigger and meta:
  * "followed up: question left unanswered", "schedule: daily-digest", "webhook: github push".
  * Undefined for a person's own turn.
  */
-export function whyOf(run: Pick<Run, 'trigger' | 'meta'> | undefined, names: { schedules: Schedule[]; hooks: Hook[] }): string | undefined {
+export function whyOf(run: Pick<Run, 'trigger' | 'meta'> | undefined, names: TriggerNames): string | undefined {
   if (!run || run.trigger === 'user') return undefined;
   const meta = run.meta;
   switch (run.trigger) {
@@ -22,10 +29,13 @@ export function whyOf(run: Pick<Run, 'trigger' | 'meta'> | undefined, names: { s
       return `followed up: ${FOLLOW_UP_REASONS[meta.trigger_type] ?? meta.trigger_type.replace(/_/g, ' ')}`;
     }
     case 'cron': {
+      // Until the names are loaded: the kind alone, never a raw id that the name then replaces.
+      if (names.loaded === false) return 'schedule';
       const schedule = names.schedules.find((candidate) => candidate.id === meta.schedule_id);
       return `schedule: ${schedule?.name ?? String(meta.schedule_id ?? 'a schedule')}`;
     }
     case 'webhook': {
+      if (names.loaded === false) return 'webhook';
       const hook = names.hooks.find((candidate) => candidate.id === meta.hook_id);
       return `webhook: ${hook?.name ?? String(meta.hook_id ?? 'a webhook')}`;
     }
