@@ -608,6 +608,25 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.memories.search(namespace, 'submarine', { limit: 10 })).toEqual([]);
       });
 
+      it('finds a memory by an email address, URL, path, version or decimal searched as it is written in it', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, at(minute));
+        const written = [
+          [await add('Send the invoices to alice@example.com', 1), 'alice@example.com'],
+          [await add('The docs live at https://vigil.dev/docs/setup', 2), 'https://vigil.dev/docs/setup'],
+          [await add('The staging host is build.example.org', 3), 'build.example.org'],
+          [await add('Node is installed at /usr/local/bin/node', 4), '/usr/local/bin/node'],
+          [await add('We pinned the SDK to v1.2.3 last week', 5), 'v1.2.3'],
+          [await add('The tolerance is 0.25 millimetres', 6), '0.25'],
+        ] as const;
+        await add('Nothing to see here', 7);
+        for (const [memory, query] of written) {
+          expect((await storage.memories.search(namespace, query, { limit: 10 })).map((hit) => hit.id), query).toContain(memory.id);
+          // Asked in a sentence too, as the recall before an answer asks.
+          expect((await storage.memories.search(namespace, `what about ${query}?`, { limit: 10 })).map((hit) => hit.id), query).toContain(memory.id);
+        }
+      });
+
       it('searches strictly within the (user, agent) namespace', async () => {
         const userId = randomUUID();
         const mine = { userId, agentId: 'helper' };

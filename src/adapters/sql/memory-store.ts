@@ -8,6 +8,10 @@ import { checkLimit, isoForDatabase, isoFromDatabase } from './values.js';
 type MemoryRow = Selectable<MemoriesTable>;
 const MEMORY_COLUMNS = ['id', 'user_id', 'agent_id', 'content', 'created_at', 'updated_at', 'origin', 'run_id', 'thread_id'] as const;
 type HitRow = MemoryRow & { score: number | string };
+/** Bounds on the compound lexemes (see #searchPostgres) a long message adds to a search. */
+const MAX_COMPOUND_QUERY_CHARACTERS = 10_000;
+const MAX_COMPOUND_LEXEMES = 32;
+const MAX_COMPOUND_LEXEME_LENGTH = 256;
 
 export class SqlMemoryStore implements MemoryStore {
   readonly #context: SqlContext;
@@ -47,7 +51,7 @@ export class SqlMemoryStore implements MemoryStore {
     const limit = checkLimit(options.limit);
     const terms = searchTerms(query);
     if (terms.length === 0) return [];
-    const rows = this.#context.dialect === 'sqlite' ? await this.#searchSqlite(namespace, terms, limit) : await this.#searchPostgres(namespace, terms, limit);
+    const rows = this.#context.dialect === 'sqlite' ? await this.#searchSqlite(namespace, terms, limit) : await this.#searchPostgres(namespace, query, terms, limit);
     return rows.map((row) => ({ ...toMemoryRecord(row), score: Number(row.score) }));
   }
 
@@ -65,11 +69,24 @@ export class SqlMemoryStore implements MemoryStore {
     return result.rows;
   }
 
-  async #searchPostgres(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
+  async #searchPostgres(namespace: MemoryNamespace, query: string, terms: string[], limit: number): Promise<HitRow[]> {
     // A query of stop words only becomes an empty tsquery, which matches nothing.
+    // PostgreSQL's parser keeps an email address, URL, host, path, version or decimal
+    // ("alice@example.com", "v1.2.3", "0.25") as one lexeme, which the plain words of the
+    // query never match: the query's own such lexemes (as to_tsvector makes them, so as
+    // the memory's) are OR-ed in (bounded; cast as they are, never stemmed twice).
+    // (Finding one by a part, "alice", would need the memory indexed otherwise: a migration.)
     const result = await sql<HitRow>`
       SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.updated_at, m.origin, m.run_id, m.thread_id, ts_rank(m.search, q.query) AS score
-      FROM memories AS m, to_tsquery('english', ${tsqueryExpression(terms)}) AS q (query)
+      FROM memories AS m,
+        (SELECT to_tsquery('english', ${tsqueryExpression(terms)}) || coalesce((
+          SELECT string_agg('''' || lexeme || '''', ' | ')::tsquery
+          FROM (
+            SELECT lexeme FROM unnest(to_tsvector('english', ${query.slice(0, MAX_COMPOUND_QUERY_CHARACTERS)})) AS v
+            WHERE lexeme ~ '[^[:alnum:]]' AND lexeme !~ '[''\\\\[:space:]]' AND length(lexeme) <= ${MAX_COMPOUND_LEXEME_LENGTH}
+            LIMIT ${MAX_COMPOUND_LEXEMES}
+          ) AS compound
+        ), ''::tsquery)) AS q (query)
       WHERE m.user_id = ${namespace.userId}
         AND m.agent_id = ${namespace.agentId}
         AND m.search @@ q.query
