@@ -16,6 +16,7 @@ import { followUpMessageId } from '../../src/domain/autonomy/timer.js';
 import { localDay, localMinuteOfDay } from '../../src/domain/autonomy/zoned-time.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
 import { FakeModelLog, tagged } from '../helpers/autonomy-fake-model.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 
 type Json = Record<string, any>;
@@ -535,6 +536,29 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
       expect((await server.request('GET', `/api/threads/${threadId}/timers`)).body.timers).toEqual([]);
       const resumed = await server.request('POST', `/api/threads/${threadId}/autonomy/resume`);
       expect(resumed.body).toMatchObject({ paused: false, pending: [{ state: 'pending', triggerType: 'question_unanswered' }] });
+    });
+
+    it('resume plans no follow-up where nobody wrote (no_person), and on a thread that was not paused leaves the pending follow-up as it was; owner-only', async () => {
+      const tag = 'resume-nobody';
+      const agentId = await agentWith(tag, fast({ maxPerSilence: 2 }));
+      // A thread only the agent wrote in (as a schedule's or a webhook's): its reply has the last word.
+      const lonely = await threadOf(agentId);
+      await server.services.autonomy.planFollowUp(ALICE.id, lonely, 'Welcome!');
+      await waitFor(async () => (await timers(lonely)).some((timer) => timer.stateReason === 'no_person'), 15_000, 'the no_person skip after the explicit follow-up');
+      expect((await history(lonely)).map((message) => message.role)).toEqual(['assistant']);
+      expect((await server.request('POST', `/api/threads/${lonely}/autonomy/pause`)).body).toMatchObject({ paused: true });
+      expect((await server.request('POST', `/api/threads/${lonely}/autonomy/resume`, { token: BOB.token })).body.error.code).toBe('THREAD_NOT_FOUND');
+      const resumed = await server.request('POST', `/api/threads/${lonely}/autonomy/resume`);
+      expect(resumed.body).toMatchObject({ paused: false, pending: [] });
+      expect((await timers(lonely)).filter((timer) => timer.state === 'pending' || timer.state === 'fired').length).toBe(1); // only the explicit one
+
+      // Resume on a thread that is not paused: nothing to resume; its pending follow-up keeps its id and due time.
+      const busy = await threadOf(await agentWith(`${tag}-2`, fast({ delay: 60_000 })));
+      await say(busy, 'Hello');
+      const [pending] = (await server.request('GET', `/api/threads/${busy}/timers`)).body.timers as Json[];
+      const again = await server.request('POST', `/api/threads/${busy}/autonomy/resume`);
+      expect(again.body).toMatchObject({ paused: false, pending: [{ id: pending!.id, dueAt: pending!.dueAt, state: 'pending' }] });
+      expect((await timers(busy)).map((timer) => timer.state)).toEqual(['pending']);
     });
 
     it('I12: a deleted thread\'s autonomy state goes with it: a thread another user makes with its id is not paused and has no silence of its own yet', async () => {

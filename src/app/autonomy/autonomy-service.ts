@@ -152,9 +152,14 @@ export class AutonomyService {
     return this.status(userId, threadId);
   }
 
-  /** Resume, and plan a follow-up on the agent's last reply if it has the thread's last word. */
+  /**
+   * Resume, and plan a follow-up on the agent's last reply if it has the thread's last word
+   * and a person has written here (as after a run: no silence where nobody wrote). On a
+   * thread that was not paused there is nothing to resume: its pending follow-up stays.
+   */
   async resume(userId: string, threadId: string): Promise<ThreadAutonomy> {
     const thread = await this.thread(userId, threadId);
+    if (!(await this.deps.timers.threadState(threadId)).paused) return this.status(userId, threadId);
     await this.deps.timers.setPaused(threadId, thread.userId, false, this.deps.clock.now().toISOString());
     const agent = await this.deps.storage.agents.get(userId, thread.agentId);
     const last = (await this.deps.storage.threads.history(userId, threadId, { visibility: 'user', limit: 1 })).messages[0];
@@ -167,6 +172,7 @@ export class AutonomyService {
         fallbackTrigger: 'check_in',
         sourceRunId: last.runId,
         signal: new AbortController().signal,
+        requirePerson: true,
       });
     }
     return this.status(userId, threadId);

@@ -119,7 +119,7 @@ export function autonomyRoutes(autonomy: AutonomyService): FastifyPluginAsyncZod
       {
         schema: {
           tags: ['autonomy'],
-          description: "Resume follow-ups on this thread; when the agent's reply is the last word, its follow-up is planned at once.",
+          description: "Resume follow-ups on this thread; when the agent's reply is the last word and a person has written here, its follow-up is planned at once. On a thread that is not paused nothing changes.",
           params: threadParams,
           response: { 200: threadAutonomyDto, 404: errorBody },
         },
