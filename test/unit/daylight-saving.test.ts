@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { quietHoursSchema } from '../../src/domain/autonomy/autonomy-policy.js';
-import { endOfQuietHours } from '../../src/domain/autonomy/follow-up-timing.js';
+import { autonomyPolicySchema, quietHoursSchema } from '../../src/domain/autonomy/autonomy-policy.js';
+import { endOfQuietHours, inQuietHours, planDueTime } from '../../src/domain/autonomy/follow-up-timing.js';
 import { instantOfLocal, localParts, nextLocalTime } from '../../src/domain/autonomy/zoned-time.js';
 import { firesBetween, nextFireAfter, scheduleTimingSchema } from '../../src/domain/schedules/schedule-timing.js';
 
@@ -96,6 +96,27 @@ describe('one daylight-saving policy for schedules and follow-up timing', () => 
         expect(quietEnd, `${zone} ${day}`).toEqual(nextFireAfter(cron(`${minute} ${hour} * * *`, zone), inside));
         expect(quietEnd).toEqual(instantOfLocal({ year, month, day: date, hour, minute }, zone));
       }
+    }
+  });
+
+  it('I5: a follow-up due in the repeated hour of a fall-back day, inside quiet hours by the wall clock, waits until the clock next shows their end, not a day more', () => {
+    for (const { zone, autumn } of zones) {
+      const [year, month, day] = autumn.split('-').map(Number) as [number, number, number];
+      const hour = zone === 'America/New_York' ? 1 : 2;
+      const end = `0${hour}:30`;
+      const quiet = quietHoursSchema.parse({ start: '00:00', end });
+      const firstEnd = instantOfLocal({ year, month, day, hour, minute: 30 }, zone);
+      // 40 minutes after the first end, the clock shows hour:10 again (the repeated hour): quiet by the wall clock.
+      const due = new Date(firstEnd.getTime() + 40 * 60_000);
+      expect(wall(due, zone)).toBe(`${autumn} 0${hour}:10`);
+      expect(inQuietHours(due, quiet, zone), zone).toBe(true);
+      // They end when the clock shows the end again, 20 minutes on (the second occurrence).
+      const quietEnd = endOfQuietHours(due, quiet, zone);
+      expect(quietEnd.getTime() - due.getTime(), `${zone}: ends at ${quietEnd.toISOString()}`).toBe(20 * 60_000);
+      expect(inQuietHours(quietEnd, quiet, zone)).toBe(false);
+      const policy = autonomyPolicySchema.parse({ enabled: true, timeZone: zone, quietHours: { start: '00:00', end } });
+      const plan = planDueTime(policy, new Date(due.getTime() - 60_000), 60_000);
+      expect(plan, zone).toMatchObject({ kind: 'due', dueAt: quietEnd, deferredByQuietHours: true });
     }
   });
 

@@ -1,6 +1,6 @@
 import type { AutonomousTriggerType } from '../message-metadata.js';
 import { minutesOfClock, type AutonomyPolicy, type QuietHours } from './autonomy-policy.js';
-import { localMinuteOfDay, nextLocalTime } from './zoned-time.js';
+import { localMinuteOfDay, localParts, nextLocalTime } from './zoned-time.js';
 
 /**
  * When a follow-up is due: the trigger's delay, stretched by the backoff for each
@@ -23,9 +23,20 @@ export function inQuietHours(instant: Date, quietHours: QuietHours, timeZone: st
   return start < end ? minute >= start && minute < end : minute >= start || minute < end;
 }
 
-/** The instant the quiet hours containing `instant` end. */
+/**
+ * The instant the quiet hours containing `instant` end: when the wall clock next shows
+ * their end. That is the end's first occurrence (a gap's end on a spring-forward day) —
+ * or, inside the repeated hour of a fall-back day, after its first occurrence has passed,
+ * its second one, minutes away, not the next day's.
+ */
 export function endOfQuietHours(instant: Date, quietHours: QuietHours, timeZone: string): Date {
-  return nextLocalTime(instant, minutesOfClock(quietHours.end), timeZone);
+  const end = minutesOfClock(quietHours.end);
+  const next = nextLocalTime(instant, end, timeZone);
+  // Where the wall clock reaches the end by running on from here (no change of offset on the way).
+  const local = localParts(instant, timeZone);
+  const minutesLeft = (end - (local.hour * 60 + local.minute) + 1440) % 1440;
+  const runningOn = new Date(Math.floor(instant.getTime() / 60_000) * 60_000 + minutesLeft * 60_000);
+  return runningOn.getTime() < next.getTime() && runningOn.getTime() >= instant.getTime() && !inQuietHours(runningOn, quietHours, timeZone) ? runningOn : next;
 }
 
 export type DuePlan =
