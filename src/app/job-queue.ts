@@ -44,8 +44,8 @@ export interface ScheduleOptions {
 export interface JobQueue {
   /** Schedule a job; when a pending job with the same (queue, key) exists it is kept and `created` is false. */
   schedule(job: ScheduleJob, options?: ScheduleOptions): Promise<{ id: string; created: boolean }>;
-  /** Cancel the pending job of (queue, key); false when there is none. */
-  cancel(queue: string, key: string): Promise<boolean>;
+  /** Cancel the pending job of (queue, key); false when there is none. `within`: in the caller's transaction, as for schedule. */
+  cancel(queue: string, key: string, options?: ScheduleOptions): Promise<boolean>;
   /** Register the handler of a queue (before or after start). A throw fails the delivery; it is retried with backoff up to a bound. */
   work(queue: string, handler: JobHandler): Promise<void>;
   /** Idempotent; jobs that came due while nobody ran are delivered after start. */

@@ -485,6 +485,149 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
     });
   });
 
+  describe('a policy change re-plans pending follow-ups (I5)', () => {
+    const put = (agentId: string, policy: Json, token = ALICE.token) => server.request('PUT', `/api/agents/${agentId}/autonomy`, { token, body: policy });
+    const pendingOf = async (threadId: string) => {
+      const [timer] = await timers(threadId);
+      expect(timer!.state).toBe('pending');
+      return timer!;
+    };
+
+    it('I5: raising minDelayMs re-plans a pending follow-up from its creation: it does not fire before the new minimum', async () => {
+      const tag = 'replan-min';
+      const agentId = await agentWith(tag, fast({ delay: 1_000 }));
+      const threadId = await threadOf(agentId);
+      await say(threadId, 'Hello');
+      const before = await pendingOf(threadId);
+      expect((await put(agentId, fast({ delay: 1_000, minDelayMs: 60_000 }))).status).toBe(200);
+      const after = (await timers(threadId)).find((timer) => timer.id === before.id)!;
+      expect(after).toMatchObject({ state: 'pending' });
+      expect(Date.parse(after.dueAt) - Date.parse(after.createdAt)).toBe(60_000);
+      // Past the old due time it has still not fired, and no model was called for it.
+      await waitFor(() => Date.now() > Date.parse(before.dueAt) + 500 + slack * 2, 15_000, 'the old due time to pass');
+      expect((await timers(threadId)).map((timer) => [timer.id, timer.state])).toEqual([[before.id, 'pending']]);
+      expect(log.syntheticReplies(tag)).toBe(0);
+    });
+
+    it('I5: lowering maxDelayMs or a trigger\'s delay re-plans a pending follow-up earlier: it fires then, not at the old later time', async () => {
+      const capped = 'replan-max';
+      const cappedAgent = await agentWith(capped, fast({ delay: 300_000 }));
+      const cappedThread = await threadOf(cappedAgent);
+      await say(cappedThread, 'Hello');
+      const first = await pendingOf(cappedThread);
+      expect((await put(cappedAgent, fast({ delay: 300_000, maxDelayMs: 200 }))).status).toBe(200);
+      await waitFor(async () => (await timers(cappedThread)).some((timer) => timer.id === first.id && timer.state === 'fired'), 15_000 + slack * 10, 'the re-planned follow-up to fire');
+      await waitFor(async () => (await runs(cappedThread)).some((run) => run.trigger === 'autonomy' && run.status === 'succeeded'), 15_000 + slack * 10, 'its run');
+      expect(log.syntheticReplies(capped)).toBe(1);
+
+      const shorter = 'replan-delay';
+      const shorterAgent = await agentWith(shorter, fast({ delay: 300_000 }));
+      const shorterThread = await threadOf(shorterAgent);
+      await say(shorterThread, 'Hello');
+      const second = await pendingOf(shorterThread);
+      expect((await put(shorterAgent, fast({ delay: 200 }))).status).toBe(200);
+      await waitFor(async () => (await timers(shorterThread)).some((timer) => timer.id === second.id && timer.state === 'fired'), 15_000 + slack * 10, 'the re-planned follow-up to fire');
+      await waitFor(async () => (await runs(shorterThread)).some((run) => run.trigger === 'autonomy' && run.status === 'succeeded'), 15_000 + slack * 10, 'its run');
+      expect(log.syntheticReplies(shorter)).toBe(1);
+    });
+
+    it('I5: narrowing quiet hours re-plans a follow-up deferred to their end: it fires at its own delay; quiet hours that now cover it in drop mode drop it', async () => {
+      const tag = 'replan-quiet';
+      const quiet = quietHoursAroundNow('Europe/Berlin');
+      const agentId = await agentWith(tag, fast({ delay: 200, timeZone: 'Europe/Berlin', quietHours: { ...quiet, mode: 'defer' } }));
+      const threadId = await threadOf(agentId);
+      await say(threadId, 'Hello');
+      const deferred = await pendingOf(threadId);
+      expect(Date.parse(deferred.dueAt) - Date.now()).toBeGreaterThan(60 * 60_000);
+      expect((await put(agentId, fast({ delay: 200, timeZone: 'Europe/Berlin' }))).status).toBe(200);
+      await waitFor(async () => (await timers(threadId)).some((timer) => timer.id === deferred.id && timer.state === 'fired'), 15_000 + slack * 10, 'the re-planned follow-up to fire');
+      await waitFor(async () => (await runs(threadId)).some((run) => run.trigger === 'autonomy' && run.status === 'succeeded'), 15_000 + slack * 10, 'its run');
+      expect(log.syntheticReplies(tag)).toBe(1);
+
+      const dropTag = 'replan-quiet-drop';
+      const dropAgent = await agentWith(dropTag, fast({ delay: 60_000, timeZone: 'Europe/Berlin' }));
+      const dropThread = await threadOf(dropAgent);
+      await say(dropThread, 'Hello');
+      const planned = await pendingOf(dropThread);
+      expect((await put(dropAgent, fast({ delay: 60_000, timeZone: 'Europe/Berlin', quietHours: { ...quiet, mode: 'drop' } }))).status).toBe(200);
+      expect((await timers(dropThread)).map((timer) => [timer.id, timer.state, timer.stateReason])).toEqual([[planned.id, 'dropped', 'quiet_hours']]);
+      expect((await server.request('GET', `/api/threads/${dropThread}/autonomy`)).body).toMatchObject({ enabled: true, pending: [] });
+      expect(log.syntheticReplies(dropTag)).toBe(0);
+    });
+
+    it('I5: disabling autonomy cancels the pending follow-up at once: the thread shows enabled false and nothing pending', async () => {
+      const tag = 'replan-off';
+      const agentId = await agentWith(tag, fast({ delay: 60_000 }));
+      const threadId = await threadOf(agentId);
+      const { events, socket } = await subscribe(threadId);
+      await say(threadId, 'Hello');
+      const pending = await pendingOf(threadId);
+      expect((await put(agentId, { ...fast({ delay: 60_000 }), enabled: false })).status).toBe(200);
+      expect((await server.request('GET', `/api/threads/${threadId}/autonomy`)).body).toMatchObject({ enabled: false, pending: [] });
+      expect((await timers(threadId)).map((timer) => [timer.id, timer.state, timer.stateReason])).toEqual([[pending.id, 'cancelled', 'autonomy turned off for this agent']]);
+      await waitFor(() => events.some((event) => event.type === 'timer.cancel' && event.timerId === pending.id), 10_000, 'the timer.cancel event');
+      socket.close();
+      expect(events.find((event) => event.type === 'timer.cancel' && event.timerId === pending.id)).toMatchObject({ reason: 'autonomy turned off for this agent' });
+
+      // The same through PATCH /api/agents/:id with a new autonomy policy.
+      const patchedAgent = await agentWith(`${tag}-patch`, fast({ delay: 60_000 }));
+      const patchedThread = await threadOf(patchedAgent);
+      await say(patchedThread, 'Hello');
+      const patchedTimer = await pendingOf(patchedThread);
+      expect((await server.request('PATCH', `/api/agents/${patchedAgent}`, { body: { autonomy: { ...fast({ delay: 60_000 }), enabled: false } } })).status).toBe(200);
+      expect((await timers(patchedThread)).map((timer) => [timer.id, timer.state, timer.stateReason])).toEqual([[patchedTimer.id, 'cancelled', 'autonomy turned off for this agent']]);
+    });
+
+    it('I12: Bob\'s PUT on Alice\'s agent is 404 and moves none of her follow-ups', async () => {
+      const agentId = await agentWith('replan-owner', fast({ delay: 60_000 }));
+      const threadId = await threadOf(agentId);
+      await say(threadId, 'Hello');
+      const before = await pendingOf(threadId);
+      for (const policy of [fast({ delay: 60_000, minDelayMs: 120_000 }), fast({ delay: 100 }), { ...fast(), enabled: false }]) {
+        const response = await put(agentId, policy, BOB.token);
+        expect(response.status).toBe(404);
+        expect(response.body.error.code).toBe('AGENT_NOT_FOUND');
+      }
+      expect(await timers(threadId)).toEqual([before]);
+      expect((await server.request('GET', `/api/agents/${agentId}/autonomy`)).body.policy).toMatchObject({ enabled: true, minDelayMs: 10 });
+    });
+
+    it('I7: a follow-up coming due while its policy is re-set over and over fires exactly once', async () => {
+      const tag = 'replan-race';
+      const agentId = await agentWith(tag, fast({ delay: 300 }));
+      const threadId = await threadOf(agentId);
+      await say(threadId, 'Hello');
+      const pending = await pendingOf(threadId);
+      let round = 0;
+      await waitFor(
+        async () => {
+          // The same delays each time (re-planned to the same due time), but each PUT re-plans it.
+          expect((await put(agentId, fast({ delay: 300, minDelayMs: round++ % 2 === 0 ? 10 : 20 }))).status).toBe(200);
+          return (await timers(threadId)).some((timer) => timer.id === pending.id && timer.state === 'fired');
+        },
+        15_000 + slack * 10,
+        'the follow-up to fire',
+      );
+      await waitFor(async () => (await runs(threadId)).some((run) => run.trigger === 'autonomy' && run.status === 'succeeded'), 15_000 + slack * 10, 'its run');
+      await server.services.jobs.schedule({ queue: FOLLOW_UP_QUEUE, key: pending.id, dueAt: new Date(), payload: { timerId: pending.id } });
+      await waitFor(async () => (await server.services.jobs.depth()).ready === 0, 10_000, 'the extra delivery');
+      expect((await timers(threadId)).filter((timer) => timer.id === pending.id).map((timer) => timer.state)).toEqual(['fired']);
+      expect((await runs(threadId)).filter((run) => run.trigger === 'autonomy')).toHaveLength(1);
+      expect(log.syntheticReplies(tag)).toBe(1);
+    });
+
+    it('lists an agent\'s pending timers for its owner only', async () => {
+      const agentId = await agentWith('replan-list', fast({ delay: 60_000 }));
+      const threads = [await threadOf(agentId), await threadOf(agentId)];
+      for (const threadId of threads) await say(threadId, 'Hello');
+      const repository = new SqlTimerRepository((server.storage as SqlStorage).context);
+      const listed = await repository.listPendingByAgent(ALICE.id, agentId, { limit: 100 });
+      expect(listed.map((timer) => timer.threadId).sort()).toEqual([...threads].sort());
+      expect(listed.every((timer) => timer.state === 'pending' && timer.agentId === agentId)).toBe(true);
+      expect(await repository.listPendingByAgent(BOB.id, agentId, { limit: 100 })).toEqual([]);
+    });
+  });
+
   describe('API', () => {
     it('I11/I12: policies are strict and owner-only; a thread\'s follow-ups are listed, cancelled, paused and resumed by its owner only', async () => {
       const agentId = await agentWith('api', fast({ delay: 60_000 }));

@@ -140,8 +140,9 @@ export class EmbeddedJobQueue implements JobQueue {
     return { id: existing?.id ?? id, created: false };
   }
 
-  async cancel(queue: string, key: string): Promise<boolean> {
-    const result = await this.#db.deleteFrom('vigil_jobs').where('queue', '=', queue).where('key', '=', key).where('state', '=', 'pending').executeTakeFirst();
+  async cancel(queue: string, key: string, options: ScheduleOptions = {}): Promise<boolean> {
+    const db: Db = options.within ? kyselyTransactionOf(options.within).withTables<JobTables>() : this.#db;
+    const result = await db.deleteFrom('vigil_jobs').where('queue', '=', queue).where('key', '=', key).where('state', '=', 'pending').executeTakeFirst();
     this.#wakeSoon();
     return Number(result.numDeletedRows) > 0;
   }

@@ -83,12 +83,13 @@ export class PgBossJobQueue implements JobQueue {
     return { id: existing[0]?.id ?? '', created: false };
   }
 
-  async cancel(queue: string, key: string): Promise<boolean> {
+  async cancel(queue: string, key: string, options: ScheduleOptions = {}): Promise<boolean> {
     await this.#ensureStarted();
     await this.#ensureQueue(queue);
-    const queued = await this.#boss.findJobs(queue, { key, queued: true });
+    const db = options.within ? fromKysely(kyselyTransactionOf(options.within)) : undefined;
+    const queued = await this.#boss.findJobs(queue, { key, queued: true, ...(db ? { db } : {}) });
     if (queued.length === 0) return false;
-    const result = (await this.#boss.cancel(queue, queued.map((job) => job.id))) as { affected?: number };
+    const result = (await this.#boss.cancel(queue, queued.map((job) => job.id), ...(db ? [{ db }] : []))) as { affected?: number };
     return (result.affected ?? queued.length) > 0;
   }
 

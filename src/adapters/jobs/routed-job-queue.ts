@@ -27,8 +27,8 @@ export class RoutedJobQueue implements JobQueue {
     return this.of(job.queue).schedule(job, options);
   }
 
-  cancel(queue: string, key: string): Promise<boolean> {
-    return this.of(queue).cancel(queue, key);
+  cancel(queue: string, key: string, options?: ScheduleOptions): Promise<boolean> {
+    return this.of(queue).cancel(queue, key, options);
   }
 
   work(queue: string, handler: JobHandler): Promise<void> {

@@ -98,6 +98,21 @@ export class SqlTimerRepository implements TimerRepository {
     return rows.map(toTimerRecord);
   }
 
+  async listPendingByAgent(userId: string, agentId: string, options: { afterId?: string; limit: number }): Promise<TimerRecord[]> {
+    const afterId = options.afterId;
+    const rows = await this.#db
+      .selectFrom('timers')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .where('user_id', '=', userId)
+      .where('state', '=', 'pending')
+      .$if(afterId !== undefined, (query) => query.where('id', '>', afterId!))
+      .orderBy('id')
+      .limit(checkLimit(options.limit))
+      .execute();
+    return rows.map(toTimerRecord);
+  }
+
   async transition(timerId: string, from: TimerState, to: TimerState, fields: TimerTransitionFields, now: Iso): Promise<TimerRecord | undefined> {
     const row = await this.#db
       .updateTable('timers')

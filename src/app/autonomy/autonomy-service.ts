@@ -1,4 +1,5 @@
 import { AUTONOMY_SETTINGS_KEY, autonomyPolicySchema, policyFromSettings, type AutonomyPolicy, type AutonomyPolicyInput } from '../../domain/autonomy/autonomy-policy.js';
+import { followUpDelayMs, planDueTime } from '../../domain/autonomy/follow-up-timing.js';
 import type { TimerRecord, TimerState } from '../../domain/autonomy/timer.js';
 import { VigilError } from '../../domain/errors.js';
 import { textOf } from '../../domain/message-content.js';
@@ -12,6 +13,8 @@ import { FollowUpScheduler } from './follow-up-scheduler.js';
 /** How late a timer must be before the sweep hands it out again. */
 const OVERDUE_AFTER_MS = 10 * 60_000;
 const SWEEP_INTERVAL_MS = 10 * 60_000;
+/** Pending follow-ups re-planned per read after a policy change. */
+const REPLAN_BATCH = 200;
 
 export interface ThreadAutonomy {
   threadId: string;
@@ -114,9 +117,55 @@ export class AutonomyService {
     const policy = autonomyPolicySchema.parse(input);
     const agent = await this.deps.storage.agents.updateSetting(userId, agentId, AUTONOMY_SETTINGS_KEY, policy, this.deps.clock.now().toISOString());
     if (!agent) throw new VigilError('AGENT_NOT_FOUND', `no agent "${agentId}"`);
-    // Pending timers re-read the policy when they come due: turning autonomy off stops them there.
     this.deps.logger.info({ agentId, enabled: policy.enabled, triggerChooser: policy.triggerChooser }, 'autonomy policy set');
+    await this.replanPending(userId, agentId);
     return policy;
+  }
+
+  /**
+   * After a policy change (I5): each pending follow-up of the agent is planned again from
+   * its creation under the stored policy — its delay clamped to the new minimum and
+   * maximum, kept out of the new quiet hours — and moved there with its job; cancelled
+   * when autonomy is now off, dropped when the new quiet hours drop it. Each move is
+   * conditional on the timer still pending (I7): one that fires meanwhile is left alone.
+   * Caps are still checked when it comes due.
+   */
+  async replanPending(userId: string, agentId: string): Promise<void> {
+    const agent = await this.deps.storage.agents.get(userId, agentId);
+    if (!agent) return;
+    const { policy } = policyFromSettings(agent.settings);
+    let afterId: string | undefined;
+    for (;;) {
+      const pending = await this.deps.timers.listPendingByAgent(userId, agentId, { ...(afterId === undefined ? {} : { afterId }), limit: REPLAN_BATCH });
+      for (const timer of pending) await this.replan(timer, policy);
+      if (pending.length < REPLAN_BATCH) return;
+      afterId = pending[pending.length - 1]!.id;
+    }
+  }
+
+  private async replan(timer: TimerRecord, policy: AutonomyPolicy): Promise<void> {
+    const now = this.deps.clock.now();
+    if (!policy.enabled) return this.settlePending(timer, 'cancelled', 'autonomy turned off for this agent');
+    const plan = planDueTime(policy, new Date(timer.createdAt), followUpDelayMs(policy, timer.triggerType, timer.attempt));
+    if (plan.kind === 'dropped') return this.settlePending(timer, 'dropped', plan.reason);
+    // Already past under the new policy: due now (quiet hours and caps are checked as it fires).
+    const dueAt = new Date(Math.max(plan.dueAt.getTime(), now.getTime()));
+    if (dueAt.getTime() === Date.parse(timer.dueAt)) return;
+    // The timer, its old job out and its new job in, in one transaction: an earlier due time
+    // must not wait behind the job already queued for the later one.
+    const moved = await this.deps.timers.reschedule(timer.id, dueAt.toISOString(), 're-planned: the autonomy policy changed', now.toISOString(), async (within) => {
+      await this.deps.jobs.cancel(FOLLOW_UP_QUEUE, timer.id, { within });
+      await this.deps.jobs.schedule({ queue: FOLLOW_UP_QUEUE, key: timer.id, dueAt, payload: { timerId: timer.id } }, { within });
+    });
+    // Fired, cancelled or replaced meanwhile: nothing moved, not even its job.
+    if (!moved) return;
+    this.deps.logger.info({ threadId: moved.threadId, timerId: moved.id, from: timer.dueAt, dueAt: moved.dueAt }, 'follow-up re-planned after a policy change');
+    this.timerEvents.scheduled(moved);
+  }
+
+  private async settlePending(timer: TimerRecord, to: 'cancelled' | 'dropped', reason: string): Promise<void> {
+    const settled = await this.deps.timers.transition(timer.id, 'pending', to, { stateReason: reason }, this.deps.clock.now().toISOString());
+    if (settled) await this.afterCancel(settled, reason);
   }
 
   // ---------- a thread's follow-ups ----------

@@ -86,6 +86,12 @@ export class FollowUpFirer {
     const now = clock.now();
     const current = await timers.get(timer.id);
     if (current?.state !== 'pending') return { admitted: false, reason: 'not_pending' };
+    // Moved later since this delivery read it (a policy change re-planned it): its new job fires it then.
+    if (Date.parse(current.dueAt) - now.getTime() > EARLY_TOLERANCE_MS) {
+      // Its job is normally there already (kept then); scheduled here so that it never goes missing.
+      await this.deps.jobs.schedule({ queue: FOLLOW_UP_QUEUE, key: current.id, dueAt: new Date(current.dueAt), payload: { timerId: current.id } });
+      return { admitted: false, reason: 'not_due' };
+    }
     // A person's message is on its way in: it cancels this timer itself.
     if (signal.aborted) return { admitted: false, reason: 'preempted' };
     // The thread waits for a person's decision: acting again on it now would pile up asks.

@@ -49,6 +49,8 @@ export interface TimerRepository {
   getForUser(userId: string, timerId: string): Promise<TimerRecord | undefined>;
   /** Newest first. */
   listByThread(userId: string, threadId: string, options: { states?: readonly TimerState[]; limit: number }): Promise<TimerRecord[]>;
+  /** The pending timers of an agent, only the owner's (I12), by id: page on with `afterId`, the last id of the previous page. */
+  listPendingByAgent(userId: string, agentId: string, options: { afterId?: string; limit: number }): Promise<TimerRecord[]>;
   /** Move a timer from `from` to `to`; undefined when it was not in `from` (someone else moved it first). */
   transition(timerId: string, from: TimerState, to: TimerState, fields: TimerTransitionFields, now: Iso): Promise<TimerRecord | undefined>;
   /** A pending timer's new due time (with its job rescheduled in the same transaction); undefined when no longer pending. */

@@ -35,7 +35,10 @@ export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
       async (request) => {
         const { autonomy, tools, ...changes } = request.body;
         const settings = [...(autonomy ? [{ key: AUTONOMY_SETTINGS_KEY, value: autonomy }] : []), ...(tools ? [{ key: 'tools', value: tools }] : [])];
-        return toAgentDto(await deps.agents.update(request.userId, request.params.agentId, changes, settings));
+        const agent = await deps.agents.update(request.userId, request.params.agentId, changes, settings);
+        // A new policy re-plans the agent's pending follow-ups, as PUT …/autonomy does (I5).
+        if (autonomy) await deps.autonomy?.replanPending(request.userId, request.params.agentId);
+        return toAgentDto(agent);
       },
     );
 
