@@ -224,14 +224,15 @@ export function autonomySuite(backend: () => Backend, options: { slackMs: number
       expect(log.syntheticReplies(deferTag) + log.syntheticReplies(dropTag)).toBe(0);
     });
 
-    it('I5: quiet hours when a follow-up comes due: checked again at fire time, before any model call', async () => {
+    it('I5: quiet hours set after a follow-up was planned drop it before any model call', async () => {
       const tag = 'quiet-at-fire';
       const agentId = await agentWith(tag, fast({ delay: 1_500, timeZone: 'Europe/Berlin' }));
       const threadId = await threadOf(agentId);
       await say(threadId, 'Hi');
       const [timer] = await timers(threadId);
       expect(timer!.state).toBe('pending');
-      // Quiet hours begin after it was planned (the policy is re-read when it comes due).
+      // Quiet hours begin after it was planned: the policy change re-plans it (and the firer
+      // checks them again as it comes due, for a change that lands while it fires).
       const put = await server.request('PUT', `/api/agents/${agentId}/autonomy`, { body: fast({ delay: 1_500, timeZone: 'Europe/Berlin', quietHours: { ...quietHoursAroundNow('Europe/Berlin'), mode: 'drop' } }) });
       expect(put.status).toBe(200);
       await eventually(async () => (await timers(threadId))[0]!.state !== 'pending');
