@@ -292,9 +292,9 @@ export class ProtocolRunManager {
     const stored = await this.deps.store.getRun(userId, runId);
     const row = stored && (await this.reconcile(stored));
     if (row?.resumeStep != null && row.state === 'pending' && row.vigilRunId === null) {
-      // A resume another instance waits for (or whose process stopped): its decisions, once recorded, are final.
-      const found = this.deps.continuationOf ? await this.deps.continuationOf(userId, row.threadId, row.resumeStep, row.createdAt) : undefined;
-      if (found?.state === 'continued') return this.cancelVigilRun(userId, found.runId, reason);
+      // A resume another instance waits for (or whose process stopped): its decisions, once
+      // recorded, are final. reconcile has just asked what became of them; a run continuing
+      // the thread would have linked the row (then cancelled below, as any run).
       return 'not_cancellable';
     }
     // Queued on another instance, waiting for its thread there: it never starts. (A message
