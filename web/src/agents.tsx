@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, ApiError, type Agent, type AgentTools, type AutonomyPolicy, type PlannerSettings } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
-import { ActionButton, ErrorNote } from './shared.js';
+import { DeleteButton, ErrorNote } from './shared.js';
 
 const PATHS = ['/id', '/name', '/kind', '/model', '/systemPrompt', '/autonomy'];
 
@@ -23,19 +23,14 @@ export function AgentsView({ agents, onChange }: { agents: Agent[]; onChange: ()
             <button type="button" onClick={() => setEditing(agent)}>
               Edit {agent.name}
             </button>
-            <ActionButton
-              className="danger"
+            <DeleteButton
               confirm={`Delete agent "${agent.name}" with its threads, schedules and webhooks?`}
-              errorPrefix="Not deleted:"
-              action={async () => {
-                await api('DELETE', `/api/agents/${agent.id}`);
-                await onChange();
-              }}
-              onGone={onChange}
+              path={`/api/agents/${agent.id}`}
+              then={onChange}
               gone={`Agent "${agent.name}" was already deleted.`}
             >
               Delete {agent.name}
-            </ActionButton>
+            </DeleteButton>
           </li>
         ))}
       </ul>

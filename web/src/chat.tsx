@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { api, ApiError, newRequestId, type Agent, type ClientFrame, type Hook, type LiveConnection, type Message, type Run, type Schedule, type Thread, type VigilEvent } from './api.js';
-import { ActionButton, AgentSelect, ErrorNote, useOnline } from './shared.js';
+import { ActionButton, AgentSelect, DeleteButton, ErrorNote, useOnline } from './shared.js';
 import { Markdown, textOf } from './markdown.js';
 import { Inspector } from './inspector.js';
 import { whyOf, type TriggerNames } from './why.js';
@@ -323,20 +323,16 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
         <button type="button" ref={renameButton} className="small" aria-label={`Rename ${title}`} onClick={() => setRenaming(true)}>
           Rename
         </button>
-        <ActionButton
+        <DeleteButton
           className="small danger"
           aria-label={`Delete ${title}`}
           confirm={`Delete "${title}" and its messages?`}
-          errorPrefix="Not deleted:"
-          action={async () => {
-            await api('DELETE', `/api/threads/${thread.id}`);
-            onDeleted();
-          }}
-          onGone={onDeleted}
+          path={`/api/threads/${thread.id}`}
+          then={onDeleted}
           gone={`"${title}" was already deleted.`}
         >
           Delete
-        </ActionButton>
+        </DeleteButton>
       </div>
     </li>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type CreatedHook, type Hook, type HookDelivery } from './api.js';
 import { Field, fieldError, formError } from './fields.js';
-import { ActionButton, AgentSelect, ErrorNote, formatTime, RunsGoTo, useThreadTitles } from './shared.js';
+import { AgentSelect, DeleteButton, ErrorNote, formatTime, RunsGoTo, useThreadTitles } from './shared.js';
 
 const PATHS = ['/name', '/taskTemplate', '/agentId', '/payloadFields'];
 
@@ -162,19 +162,14 @@ export function HooksView({ agents, onAgentsChanged }: { agents: Agent[]; onAgen
             </p>
             <p>{hook.taskTemplate}</p>
             <HookDeliveries hook={hook} />
-            <ActionButton
-              className="danger"
+            <DeleteButton
               confirm={`Delete webhook "${hook.name}"?`}
-              errorPrefix="Not deleted:"
-              action={async () => {
-                await api('DELETE', `/api/hooks/${hook.id}`);
-                await load();
-              }}
-              onGone={load}
+              path={`/api/hooks/${hook.id}`}
+              then={load}
               gone={`Webhook "${hook.name}" was already deleted.`}
             >
               Delete {hook.name}
-            </ActionButton>
+            </DeleteButton>
           </li>
         ))}
       </ul>

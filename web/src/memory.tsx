@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Memory } from './api.js';
-import { ActionButton, AgentSelect } from './shared.js';
+import { AgentSelect, DeleteButton } from './shared.js';
 
 export function MemoryView({ agents }: { agents: Agent[] }) {
   const [agentId, setAgentId] = useState(agents[0]?.id ?? 'default');
@@ -55,18 +55,13 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
               )}
               {memory.score !== undefined ? ` · score ${memory.score.toFixed(2)}` : ''}
             </p>
-            <ActionButton
-              className="danger"
-              errorPrefix="Not deleted:"
-              action={async () => {
-                await api('DELETE', `/api/memories/${memory.id}`);
-                await load();
-              }}
-              onGone={load}
+            <DeleteButton
+              path={`/api/memories/${memory.id}`}
+              then={load}
               gone="That memory was already deleted."
             >
               Delete memory
-            </ActionButton>
+            </DeleteButton>
           </li>
         ))}
         {memories.length === 0 && !error && <li className="muted">No memories.</li>}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type Agent, type Fire, type Schedule } from './api.js';
-import { ActionButton, AgentSelect, RunsGoTo, useThreadTitles } from './shared.js';
+import { ActionButton, AgentSelect, DeleteButton, RunsGoTo, useThreadTitles } from './shared.js';
 import { Field, fieldError, formError } from './fields.js';
 
 const PATHS = ['/name', '/timing', '/task', '/agentId'];
@@ -110,19 +110,14 @@ export function SchedulesView({ agents, onAgentsChanged }: { agents: Agent[]; on
               >
                 {schedule.enabled ? 'Pause' : 'Resume'} {schedule.name}
               </ActionButton>
-              <ActionButton
-                className="danger"
+              <DeleteButton
                 confirm={`Delete schedule "${schedule.name}"?`}
-                errorPrefix="Not deleted:"
-                action={async () => {
-                  await api('DELETE', `/api/schedules/${schedule.id}`);
-                  await load();
-                }}
-                onGone={load}
+                path={`/api/schedules/${schedule.id}`}
+                then={load}
                 gone={`Schedule "${schedule.name}" was already deleted.`}
               >
                 Delete {schedule.name}
-              </ActionButton>
+              </DeleteButton>
               <details
                 onToggle={async (event) => {
                   if ((event.currentTarget as HTMLDetailsElement).open) {

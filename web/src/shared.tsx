@@ -224,6 +224,31 @@ export function ActionButton({
   );
 }
 
+/**
+ * The delete button every list shares: asks first (when `confirm` is given), sends DELETE to
+ * `path`, then `then` (a reload, or taking the item off the page); an item already deleted
+ * (404) is said with `gone` and handled the same way.
+ */
+export function DeleteButton({
+  path,
+  then,
+  className,
+  ...rest
+}: Omit<Parameters<typeof ActionButton>[0], 'action' | 'onGone' | 'errorPrefix'> & { path: string; then: () => unknown }) {
+  return (
+    <ActionButton
+      {...rest}
+      className={className ?? 'danger'}
+      errorPrefix="Not deleted:"
+      action={async () => {
+        await api('DELETE', path);
+        await then();
+      }}
+      onGone={then}
+    />
+  );
+}
+
 /** A JSON value, pretty-printed; a string that holds JSON is printed as its value. */
 export function JsonBlock({ value, className }: { value: unknown; className?: string }) {
   let shown = value;
