@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { isVigilError } from '../domain/errors.js';
-import { packageInfo } from '../package-info.js';
+import { minimumNodeMajor, packageInfo } from '../package-info.js';
 
 /**
  * The `vigil` command. Each subcommand loads what it needs when it runs: `--help` and
@@ -67,9 +67,16 @@ function unknownCommand(program: Command): never {
   return program.error(`error: unknown command '${program.args[0]}'`, { code: 'commander.unknownCommand' });
 }
 
-export async function runCli(argv: readonly string[], environment: Record<string, string | undefined> = process.env): Promise<void> {
+export async function runCli(argv: readonly string[], environment: Record<string, string | undefined> = process.env, nodeVersion = process.versions.node): Promise<void> {
   try {
-    await buildProgram().parseAsync([...argv], { from: 'user' });
+    const program = buildProgram();
+    // Run by an older Node (a global install, `node bin/vigil.js`), a command would fail on
+    // what that Node lacks ("No such built-in module: node:sqlite", "WebSocket is not
+    // defined"). Say what is wrong instead; doctor still runs, to report it among its checks.
+    program.hook('preSubcommand', (_program, subcommand) => {
+      if (subcommand.name() !== 'doctor') refuseOldNode(nodeVersion);
+    });
+    await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {
     process.stderr.write(`vigil: ${describeFailure(error)}\n`);
     // The stack is for whoever debugs vigil, not for the person running it.
@@ -79,6 +86,13 @@ export async function runCli(argv: readonly string[], environment: Record<string
 }
 
 const DEBUG_LEVELS = new Set(['debug', 'trace']);
+
+/** Throws, with what to do, when `nodeVersion` is older than package.json's engines allow. */
+function refuseOldNode(nodeVersion: string): void {
+  const { nodeRange } = packageInfo();
+  if (Number(nodeVersion.split('.')[0]) >= minimumNodeMajor(nodeRange)) return;
+  throw new Error(`this is Node ${nodeVersion}, and vigil needs ${nodeRange}: run it through npm (npm start, npx vigil …), which uses the Node the project brings in node_modules`);
+}
 
 /**
  * One line for a command that failed: a vigil error's code and message; any other error's
