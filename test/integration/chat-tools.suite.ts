@@ -398,6 +398,9 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
     expect(decided.status).toBe(404);
     expect(decided.body.error.code).toBe('APPROVAL_NOT_FOUND');
     expect(((await server.request('GET', '/api/approvals', { token: BOB.token })).body.approvals as Json[]).map((approval) => approval.id)).not.toContain(id);
+    // Filtered by her thread, as by a thread nobody has: nothing (and the owner's filter finds it).
+    for (const thread of [threadId, randomUUID()]) expect((await server.request('GET', `/api/approvals?threadId=${thread}&status=pending`, { token: BOB.token })).body).toEqual({ approvals: [] });
+    expect(((await server.request('GET', `/api/approvals?threadId=${threadId}&status=pending`)).body.approvals as Json[]).map((approval) => approval.id)).toContain(id);
     expect((await decide(id, { decision: 'maybe' })).body.error.code).toBe('VALIDATION_FAILED');
     expect((await decide(randomUUID(), { decision: 'approve' })).body.error.code).toBe('APPROVAL_NOT_FOUND');
     expect((await approvalsOf(threadId))[0]!.status).toBe('pending');
