@@ -43,6 +43,30 @@ export function schedulesSuite(backend: () => Backend): void {
     expect((await server.request('GET', `/api/schedules/${id}`)).status).toBe(404);
   });
 
+  it('I11: a schedule refused for its thread leaves nothing behind, not even a default agent; on a thread without agentId it takes the thread\'s agent', async () => {
+    const alicesThread = (await server.request('POST', '/api/threads', { body: {} })).body.id as string;
+    // Bob starts with no agent: his default one is made on first use.
+    expect((await server.request('DELETE', '/api/agents/default', { token: BOB.token })).status).toBeOneOf([204, 404]);
+    const bobsAgents = async () => ((await server.request('GET', '/api/agents', { token: BOB.token })).body.agents as Array<{ id: string }>).map((agent) => agent.id);
+    const before = await bobsAgents();
+    const body = { name: 'x', task: 't', timing: { kind: 'cron', cron: '0 9 * * *' }, target: 'thread' };
+    const othersThread = await server.request('POST', '/api/schedules', { token: BOB.token, body: { ...body, threadId: alicesThread } });
+    expect([othersThread.status, othersThread.body.error.code]).toEqual([404, 'THREAD_NOT_FOUND']);
+    const noThread = await server.request('POST', '/api/schedules', { token: BOB.token, body });
+    expect([noThread.status, noThread.body.error.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect(await bobsAgents()).toEqual(before);
+    expect(before).not.toContain('default');
+
+    expect((await server.request('POST', '/api/agents', { body: { id: 'briefer', name: 'Briefer' } })).status).toBe(201);
+    const brieferThread = (await server.request('POST', '/api/threads', { body: { agentId: 'briefer' } })).body.id as string;
+    const onThread = await server.request('POST', '/api/schedules', { body: { ...body, threadId: brieferThread } });
+    expect(onThread.status).toBe(201);
+    expect(onThread.body).toMatchObject({ agentId: 'briefer', threadId: brieferThread, target: 'thread' });
+    const mismatch = await server.request('POST', '/api/schedules', { body: { ...body, threadId: brieferThread, agentId: 'default' } });
+    expect([mismatch.status, mismatch.body.error.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect((await server.request('DELETE', `/api/schedules/${onThread.body.id}`)).status).toBe(204);
+  });
+
   it('I11: a schedule that would never fire (a one-shot in the past, a cron that matches no date) is refused, created or switched on, and nothing is stored', async () => {
     const before = (await server.request('GET', '/api/schedules')).body.schedules.length as number;
     const past = await server.request('POST', '/api/schedules', { body: { name: 'x', task: 't', timing: { kind: 'at', at: '2001-01-01T00:00:00Z' } } });

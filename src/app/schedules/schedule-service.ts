@@ -41,14 +41,18 @@ export class ScheduleService {
 
   async create(userId: string, input: CreateScheduleInput): Promise<ScheduleRecord> {
     if (input.enabled) this.assertWillFire(input.timing);
-    const agent = input.agentId ? await this.agents.get(userId, input.agentId) : await this.agents.getOrCreateDefault(userId);
+    // Everything that can refuse comes before the default agent is made (I11: a refused
+    // request leaves nothing behind). On a thread, the agent is the thread's, as for hooks.
     let threadId: string | null = null;
+    let agentId = input.agentId;
     if (input.target === 'thread') {
       if (!input.threadId) throw new VigilError('VALIDATION_FAILED', 'threadId is required when target is "thread"');
       const thread = await this.conversations.getThread(userId, input.threadId);
-      if (thread.agentId !== agent.id) throw new VigilError('VALIDATION_FAILED', `thread ${thread.id} belongs to agent "${thread.agentId}", not "${agent.id}"`);
+      if (agentId !== undefined && thread.agentId !== agentId) throw new VigilError('VALIDATION_FAILED', `thread ${thread.id} belongs to agent "${thread.agentId}", not "${agentId}"`);
       threadId = thread.id;
+      agentId = thread.agentId;
     } else if (input.threadId) throw new VigilError('VALIDATION_FAILED', 'threadId is only allowed when target is "thread"');
+    const agent = agentId ? await this.agents.get(userId, agentId) : await this.agents.getOrCreateDefault(userId);
     const now = this.clock.now().toISOString();
     const schedule = await this.schedules.create({
       id: randomUUID(),
