@@ -1,8 +1,9 @@
-import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import type { StructuredToolInterface } from '@langchain/core/tools';
 import type { Logger } from 'pino';
 import type { McpServerSettings } from '../../domain/planner/planner-settings.js';
 import { stableJson } from '../../domain/planner/loop-bounds.js';
+import { packageInfo } from '../../package-info.js';
+import { openMcpConnection, type McpConnection } from './mcp-connection.js';
 
 export interface McpPoolOptions {
   logger: Logger;
@@ -30,8 +31,7 @@ export interface McpServerTools {
 }
 
 interface PooledClient {
-  client: MultiServerMCPClient;
-  tools: Promise<StructuredToolInterface[]>;
+  connection: McpConnection;
   lastUsed: number;
   /** Set when it failed: until then its error is the answer, without trying again. */
   retryAfter?: number;
@@ -50,6 +50,7 @@ export class McpClientPool {
   private readonly clients = new Map<string, PooledClient>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
+  private readonly clientInfo = { name: 'vigil', version: packageInfo().version };
 
   constructor(private readonly options: McpPoolOptions) {
     const idleMs = options.idleMs ?? 5 * 60_000;
@@ -67,7 +68,7 @@ export class McpClientPool {
     clearInterval(this.sweeper);
     const all = [...this.clients.values()];
     this.clients.clear();
-    await Promise.all(all.map((entry) => entry.client.close().catch(() => undefined)));
+    await Promise.all(all.map((entry) => entry.connection.close()));
   }
 
   private async serverTools(server: string, settings: McpServerSettings): Promise<McpServerTools> {
@@ -82,31 +83,25 @@ export class McpClientPool {
       entry = undefined;
     }
     if (!entry) {
-      const client = new MultiServerMCPClient({
-        mcpServers: { [server]: toConnection(settings) },
-        prefixToolNameWithServerName: true,
-        additionalToolNamePrefix: 'mcp',
-        onConnectionError: 'throw',
-        useStandardContentBlocks: false,
-        ...(this.options.toolTimeoutMs ? { defaultToolTimeout: this.options.toolTimeoutMs } : {}),
+      const connection = openMcpConnection(server, settings, {
+        connectTimeoutMs: this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        clientInfo: this.clientInfo,
+        ...(this.options.toolTimeoutMs ? { toolTimeoutMs: this.options.toolTimeoutMs } : {}),
       });
-      const created: PooledClient = { client, tools: withTimeout(client.getTools(), this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, server), lastUsed: Date.now() };
+      const created: PooledClient = { connection, lastUsed: Date.now() };
       entry = created;
       this.clients.set(key, created);
-      created.tools.catch(() => {
+      connection.tools.catch(() => {
         // A server that failed to start (or hangs) is remembered for a while, then tried again.
         // Every planner node and every run builds its toolbox: forgotten at once, a hanging
-        // server held each of them for the MCP SDK's 60 s request timeout (and spawned a
-        // process for each), so one plan took minutes before its first step.
+        // server held each of them for the connect timeout (and spawned a process for each),
+        // so one plan took minutes before its first step. Its connection is closed already.
         created.retryAfter = Date.now() + (this.options.failureMemoryMs ?? DEFAULT_FAILURE_MEMORY_MS);
-        // A stdio child still starting is not the client's yet: the SDK's own initialize
-        // timeout ends it; the failure memory keeps that to one at a time per server.
-        void client.close().catch(() => undefined);
       });
     }
     entry.lastUsed = Date.now();
     try {
-      return { server, tools: await entry.tools };
+      return { server, tools: await entry.connection.tools };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.options.logger.warn({ server, err: error }, 'MCP server unavailable');
@@ -124,32 +119,7 @@ export class McpClientPool {
     for (const [key, entry] of this.clients) {
       if (now - entry.lastUsed < idleMs) continue;
       this.clients.delete(key);
-      await entry.client.close().catch((error: unknown) => this.options.logger.warn({ err: error }, 'closing an idle MCP connection failed'));
+      await entry.connection.close();
     }
   }
-}
-
-/** The server's tools, or an error once `timeoutMs` has passed without them. */
-function withTimeout<T>(work: Promise<T>, timeoutMs: number, server: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`MCP server "${server}" did not start and list its tools within ${timeoutMs} ms`)), timeoutMs);
-    timer.unref();
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
-function toConnection(settings: McpServerSettings) {
-  if (settings.transport === 'stdio') {
-    return {
-      transport: 'stdio' as const,
-      command: settings.command,
-      args: settings.args,
-      ...(settings.env ? { env: settings.env } : {}),
-      ...(settings.cwd ? { cwd: settings.cwd } : {}),
-      stderr: 'ignore' as const,
-      restart: { enabled: false },
-    };
-  }
-  return { transport: 'http' as const, url: settings.url, ...(settings.headers ? { headers: settings.headers } : {}), automaticSSEFallback: false };
 }
