@@ -123,6 +123,8 @@ export interface RunningServer {
     orphanedRuns: OrphanedRunSweeper;
     approvals: ApprovalService;
     checkIns: CheckInService;
+    /** Starts, cancels and recovers runs under their threads' locks. */
+    coordinator: RunCoordinator;
     /** The thread event bus (what runs publish, what streams subscribe to). */
     events: EventBus;
   };
@@ -468,7 +470,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       app: running,
       storage,
       logger,
-      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, orphanedRuns, approvals: approvalService, checkIns: checkInService, events },
+      services: { conversations, agents, memories, hooks, telegram, autonomy, jobs: jobQueue, plans, overlord: planOverlord, schedules, scheduleRunner, retention, orphanedRuns, approvals: approvalService, checkIns: checkInService, coordinator, events },
       url: address,
       close: () =>
         (closing ??= (async () => {

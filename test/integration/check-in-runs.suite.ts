@@ -1,5 +1,11 @@
 import { expect, it, describe } from 'vitest';
+import { SqlCheckInRepository } from '../../src/adapters/sql/check-in-repository.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
+import { SqlTimerRepository } from '../../src/adapters/sql/timer-repository.js';
+import { CHECK_IN_QUEUE, CheckInService } from '../../src/app/check-ins/check-in-service.js';
+import type { DueJob } from '../../src/app/job-queue.js';
 import { PREEMPTED_REASON, STOPPING_REASON } from '../../src/app/run-coordinator.js';
+import { localDay } from '../../src/domain/autonomy/zoned-time.js';
 import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -60,6 +66,45 @@ export function checkInRunsSuite(backend: () => Backend): void {
         // Delivered again (a job redelivery): the pre-empted check-in was kept by the conversation; nothing runs.
         await server.services.checkIns.fire({ id: 'again', queue: 'check-in', key: checkIn.id, dueAt: new Date().toISOString(), attempt: 2, payload: { checkInId: checkIn.id } } as never);
         expect((await runsOf(server, threadId)).filter((run) => run.trigger === 'check_in')).toHaveLength(1);
+      } finally {
+        await server.destroy();
+      }
+    });
+
+    it("I5, I7: a check-in the person cancels while it is being admitted is not fired and uses none of the agent's daily model-call budget", async () => {
+      const server = await startTestServer(backend());
+      try {
+        const { agentId, threadId } = await setUp(server);
+        const checkIn = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: 'r0' }, { inSeconds: 300, reason: 'ask how the review went' });
+        const context = (server.storage as SqlStorage).context;
+        const timers = new SqlTimerRepository(context);
+        const due = new Date(checkIn.dueAt);
+        // A firer like the server's, on the same database, whose clock says the check-in is
+        // due. The person's cancel (the real route) lands in the middle of its admission:
+        // after the check-in was read as pending, before it is marked fired.
+        let cancelled: number | undefined;
+        const firer = new CheckInService({
+          repository: new SqlCheckInRepository(context),
+          storage: server.storage,
+          timers,
+          jobs: server.services.jobs,
+          conversations: server.services.conversations,
+          coordinator: server.services.coordinator,
+          clock: { now: () => due },
+          logger: server.logger,
+          awaitingApproval: async () => {
+            cancelled = (await server.request('DELETE', `/api/threads/${threadId}/check-ins/${checkIn.id}`)).status;
+            return false;
+          },
+        });
+        const job: DueJob = { id: 'due', queue: CHECK_IN_QUEUE, key: checkIn.id, dueAt: checkIn.dueAt, attempt: 1, payload: { checkInId: checkIn.id } };
+        await firer.fire(job);
+
+        expect(cancelled).toBe(200);
+        const [record] = (await server.request('GET', `/api/threads/${threadId}/check-ins?state=all`)).body.checkIns as Json[];
+        expect(record).toMatchObject({ id: checkIn.id, state: 'cancelled', runId: null });
+        expect((await runsOf(server, threadId)).filter((run) => run.trigger === 'check_in')).toEqual([]);
+        expect(await timers.modelCallsUsed(ALICE.id, agentId, localDay(due, 'UTC'))).toBe(0);
       } finally {
         await server.destroy();
       }

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { CheckInRecord, CheckInRepository, CheckInState, NewCheckIn } from '../../app/check-ins/check-in-ports.js';
+import type { CheckInFiring, CheckInRecord, CheckInRepository, CheckInState, NewCheckIn } from '../../app/check-ins/check-in-ports.js';
 import type { StorageTransaction } from '../../app/job-queue.js';
 import type { NullableTimestamp, SqlContext, Timestamp } from './database.js';
 import { checkLimit, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
@@ -21,6 +21,9 @@ interface CheckInsTable {
 }
 
 export type CheckInTables = { check_ins: CheckInsTable };
+
+/** Thrown inside `fire`'s transaction to roll it back when `alsoWithin` refuses. */
+class FiringRefused extends Error {}
 
 export class SqlCheckInRepository implements CheckInRepository {
   readonly #context: SqlContext;
@@ -82,6 +85,28 @@ export class SqlCheckInRepository implements CheckInRepository {
       .returningAll()
       .executeTakeFirst();
     return row && toCheckIn(row);
+  }
+
+  async fire(id: string, fields: { runId: string; firedAt: string }, now: string, alsoWithin: (transaction: StorageTransaction) => Promise<boolean>): Promise<CheckInFiring> {
+    try {
+      return await this.#context.transaction(async (transaction): Promise<CheckInFiring> => {
+        // The conditional update first: it holds the row until commit, so a cancel waits
+        // for this transaction and then finds the check-in fired (or, rolled back, pending).
+        const row = await (transaction.withTables<CheckInTables>() as unknown as Kysely<CheckInTables>)
+          .updateTable('check_ins')
+          .set({ state: 'fired', run_id: fields.runId, fired_at: isoForDatabase(fields.firedAt), state_reason: null, updated_at: isoForDatabase(now) })
+          .where('id', '=', id)
+          .where('state', '=', 'pending')
+          .returningAll()
+          .executeTakeFirst();
+        if (!row) return { outcome: 'not_pending' };
+        if (!(await alsoWithin(transaction as unknown as StorageTransaction))) throw new FiringRefused();
+        return { outcome: 'fired', checkIn: toCheckIn(row) };
+      });
+    } catch (error) {
+      if (error instanceof FiringRefused) return { outcome: 'refused' };
+      throw error;
+    }
   }
 
   async countFiredBetween(threadId: string, from: string, to: string): Promise<number> {

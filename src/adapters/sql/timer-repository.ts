@@ -232,15 +232,17 @@ export class SqlTimerRepository implements TimerRepository {
       .execute();
   }
 
-  async reserveModelCalls(userId: string, agentId: string, day: string, count: number, limit: number): Promise<boolean> {
-    await this.#db
+  async reserveModelCalls(userId: string, agentId: string, day: string, count: number, limit: number, options: { within?: StorageTransaction } = {}): Promise<boolean> {
+    // In the caller's transaction when given one: what it is reserved for commits, or rolls back, with it.
+    const db: Db = options.within ? kyselyTransactionOf(options.within).withTables<TimerTables>() : this.#db;
+    await db
       .insertInto('autonomy_usage')
       .values({ user_id: userId, agent_id: agentId, day, model_calls: 0 })
       .onConflict((conflict) => conflict.columns(['user_id', 'agent_id', 'day']).doNothing())
       .execute();
     // One conditional UPDATE: concurrent reservations (other threads, other instances)
     // can never together exceed the limit.
-    const result = await this.#db
+    const result = await db
       .updateTable('autonomy_usage')
       .set((eb) => ({ model_calls: eb('model_calls', '+', count) }))
       .where('user_id', '=', userId)

@@ -75,7 +75,8 @@ export interface TimerRepository {
   /**
    * Reserve `count` model calls of an agent's daily budget: true when they fit under
    * `limit` (and are now counted), false when they would not (nothing is counted).
+   * `within`: counted in the caller's transaction, so they are counted only if it commits.
    */
-  reserveModelCalls(userId: string, agentId: string, day: string, count: number, limit: number): Promise<boolean>;
+  reserveModelCalls(userId: string, agentId: string, day: string, count: number, limit: number, options?: { within?: StorageTransaction }): Promise<boolean>;
   modelCallsUsed(userId: string, agentId: string, day: string): Promise<number>;
 }

@@ -23,6 +23,9 @@ export interface CheckInRecord {
 
 export type NewCheckIn = Pick<CheckInRecord, 'id' | 'userId' | 'agentId' | 'threadId' | 'dueAt' | 'reason' | 'setAt' | 'setByRunId'>;
 
+/** What became of a `fire`: fired; or `not_pending` (cancelled or fired meanwhile); or `refused` by `alsoWithin`. */
+export type CheckInFiring = { outcome: 'fired'; checkIn: CheckInRecord } | { outcome: 'not_pending' } | { outcome: 'refused' };
+
 export interface CheckInRepository {
   /** Insert it, and in the same transaction whatever `alsoWithin` writes (its job): neither exists without the other. */
   create(checkIn: NewCheckIn, alsoWithin: (transaction: StorageTransaction) => Promise<void>): Promise<CheckInRecord>;
@@ -30,5 +33,11 @@ export interface CheckInRepository {
   listByThread(userId: string, threadId: string, options: { pendingOnly: boolean; limit: number }): Promise<CheckInRecord[]>;
   /** A conditional move: undefined when it was no longer in `from` (another delivery won). */
   transition(id: string, from: CheckInState, to: CheckInState, fields: { stateReason?: string | null; runId?: string | null; firedAt?: Iso | null; dueAt?: Iso }, now: Iso): Promise<CheckInRecord | undefined>;
+  /**
+   * pending → fired and, in the same transaction, `alsoWithin` (the model-call budget's
+   * charge): both happen or neither. Not pending any more (a cancel won): nothing runs and
+   * nothing is charged. `alsoWithin` false: rolled back, still pending.
+   */
+  fire(id: string, fields: { runId: string; firedAt: Iso }, now: Iso, alsoWithin: (transaction: StorageTransaction) => Promise<boolean>): Promise<CheckInFiring>;
   countFiredBetween(threadId: string, from: Iso, to: Iso): Promise<number>;
 }

@@ -211,9 +211,14 @@ export class CheckInService {
       }
       return this.settle(current, caps.reason, log);
     }
-    if (!(await reserveModelCall(this.deps.timers, log, policy, current, now, 'check-in'))) return this.settle(current, 'budget', log);
-    const fired = await this.deps.repository.transition(current.id, 'pending', 'fired', { runId: context.runId, firedAt: now.toISOString(), stateReason: null }, now.toISOString());
-    if (!fired) return { admitted: false, reason: 'not_pending' };
+    // Marked fired and charged to the budget in one transaction: a person's cancel that wins
+    // the race leaves the check-in cancelled and the budget untouched, never a call counted
+    // that is not made; a spent budget leaves it pending, to be skipped below.
+    const firing = await this.deps.repository.fire(current.id, { runId: context.runId, firedAt: now.toISOString() }, now.toISOString(), (within) =>
+      reserveModelCall(this.deps.timers, log, policy, current, now, 'check-in', within),
+    );
+    if (firing.outcome === 'not_pending') return { admitted: false, reason: 'not_pending' };
+    if (firing.outcome === 'refused') return this.settle(current, 'budget', log);
     log.info({ runId: context.runId }, 'check-in fired');
     return { admitted: true };
   }
