@@ -17,8 +17,9 @@ import { localDay } from '../../src/domain/autonomy/zoned-time.js';
 import { PREEMPTED_REASON } from '../../src/app/run-coordinator.js';
 import { APPROVAL_RESUME_QUEUE } from '../../src/app/approvals/approval-service.js';
 import { TRIGGER_PROMPTS } from '../../src/domain/message-metadata.js';
-import { ScriptedOpenAiServer, type RecordedRequest, type ScriptedResponse } from '../helpers/openai-server.js';
-import { ALICE, BOB, startTestServer, type Backend, type TestServer, scriptedModelOptions } from '../helpers/test-server.js';
+import type { RecordedRequest, ScriptedOpenAiServer, ScriptedResponse } from '../helpers/openai-server.js';
+import { startScriptedModelServer, stopScriptedModelServer } from '../helpers/scripted-model-server.js';
+import { ALICE, BOB, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 type Json = Record<string, any>;
@@ -34,13 +35,9 @@ export function chatToolsSuite(backend: () => Backend, options: { slowMs: number
   const waitLong = 20_000 + options.slowMs * 10;
 
   beforeAll(async () => {
-    model = await ScriptedOpenAiServer.start();
-    server = await startTestServer(backend(), scriptedModelOptions(model));
+    ({ model, server } = await startScriptedModelServer(backend()));
   });
-  afterAll(async () => {
-    await server?.destroy();
-    await model?.close();
-  });
+  afterAll(() => stopScriptedModelServer({ model, server }));
 
   async function agentWith(body: Json = {}): Promise<string> {
     const id = `t-${randomUUID().slice(0, 8)}`;

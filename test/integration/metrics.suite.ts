@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALICE, BOB, startTestServer, type Backend, type TestServer, scriptedModelOptions } from '../helpers/test-server.js';
+import type { ScriptedOpenAiServer } from '../helpers/openai-server.js';
+import { startScriptedModelServer, stopScriptedModelServer } from '../helpers/scripted-model-server.js';
+import { ALICE, BOB, startTestServer, type Backend, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { ScriptedOpenAiServer } from '../helpers/openai-server.js';
 
 /** One sample's value from a Prometheus exposition, or undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -85,13 +86,9 @@ export function metricsSuite(backend: () => Backend): void {
     let model: ScriptedOpenAiServer;
     let server: TestServer;
     beforeAll(async () => {
-      model = await ScriptedOpenAiServer.start();
-      server = await startTestServer(backend(), scriptedModelOptions(model));
+      ({ model, server } = await startScriptedModelServer(backend()));
     });
-    afterAll(async () => {
-      await server?.destroy();
-      await model?.close();
-    });
+    afterAll(() => stopScriptedModelServer({ model, server }));
 
     it('are counted, with their tokens and errors (ChatOpenAI binding tools made a model without the observer: none were)', async () => {
       const thread = await server.request('POST', '/api/threads', { body: {} });
