@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { VigilError } from '../domain/errors.js';
 import type { AgentService } from './agent-service.js';
-import type { Clock, MemoryHit, MemoryRecord, Storage } from './ports.js';
+import type { Clock, MemoryHit, MemoryPage, MemoryRecord, Storage } from './ports.js';
 
 /** A user's long-term memories per agent; only the owner reads or deletes them (I12). */
 export class MemoryService {
@@ -24,9 +24,15 @@ export class MemoryService {
     return memory;
   }
 
+  /** The agent's newest `limit` memories. */
   async list(userId: string, agentId: string, limit: number): Promise<MemoryRecord[]> {
+    return (await this.page(userId, agentId, { limit })).memories;
+  }
+
+  /** A page of the agent's memories, newest first; `nextCursor`, given back as `cursor`, pages on to older ones. */
+  async page(userId: string, agentId: string, options: { limit: number; cursor?: string | undefined }): Promise<MemoryPage> {
     await this.agents.get(userId, agentId);
-    return this.storage.memories.list({ userId, agentId }, { limit });
+    return this.storage.memories.list({ userId, agentId }, options);
   }
 
   /** The agent's memory with this id, however old; undefined when the agent has none such. */

@@ -223,11 +223,19 @@ export interface MemoryHit extends MemoryRecord {
   score: number;
 }
 
+export interface MemoryPage {
+  /** Newest first (by creation: a replace keeps a memory's place). */
+  memories: MemoryRecord[];
+  /** Cursor for the next older page, or null when these reach back to the namespace's first memory. */
+  nextCursor: string | null;
+}
+
 export interface MemoryStore {
   add(namespace: MemoryNamespace, memory: { id: string; content: string; origin: MemoryOrigin }, now: Iso): Promise<MemoryRecord>;
   /** Real full-text search (SQLite FTS5, PostgreSQL tsvector), only within the namespace. */
   search(namespace: MemoryNamespace, query: string, options: { limit: number }): Promise<MemoryHit[]>;
-  list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]>;
+  /** The namespace's memories, newest first, from after the cursor's when given; a cursor vigil did not give is VALIDATION_FAILED. */
+  list(namespace: MemoryNamespace, options: { limit: number; cursor?: string | undefined }): Promise<MemoryPage>;
   /**
    * Add a memory, or replace the namespace's memory with this id (its content, time and
    * origin), in one statement: a reader finds the old memory or the new one, never none.

@@ -95,7 +95,15 @@ export const sendMessageBody = z.object({ content: messageContentSchema }).stric
 /** A memory's text as a person (or their app) writes it: POST /api/agents/{id}/memories and the LangGraph store's value.content. */
 export const memoryContentSchema = z.string().trim().min(1).max(10_000);
 export const createMemoryBody = z.object({ content: memoryContentSchema }).strict();
-export const listMemoriesQuery = z.object({ q: z.string().trim().min(1).max(1000).optional(), limit: listLimit(20, 100) }).strict();
+export const listMemoriesQuery = z
+  .object({
+    q: z.string().trim().min(1).max(1000).optional(),
+    limit: listLimit(20, 100),
+    cursor: z.string().max(512).optional().describe("a list's nextCursor: the memories before that page's (not with q: a search answers its best hits in one page)"),
+  })
+  .strict()
+  // A search is ranked, not paged: a cursor beside it would be silently ignored, so refuse it.
+  .refine((query) => query.q === undefined || query.cursor === undefined, { message: 'cursor pages the list; a search (q) answers its best `limit` hits', path: ['cursor'] });
 
 // ---------- responses ----------
 export const errorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) });

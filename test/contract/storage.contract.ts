@@ -254,13 +254,13 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await storage.runs.get(intruder, run.id)).toBeUndefined();
         expect(await storage.runs.listByThread(intruder, thread.id, { limit: 10 })).toEqual([]);
         expect(await storage.memories.search({ userId: intruder, agentId: 'helper' }, 'secret pineapple', { limit: 10 })).toEqual([]);
-        expect(await storage.memories.list({ userId: intruder, agentId: 'helper' }, { limit: 10 })).toEqual([]);
+        expect((await storage.memories.list({ userId: intruder, agentId: 'helper' }, { limit: 10 })).memories).toEqual([]);
         expect(await storage.memories.delete(intruder, memory.id)).toBe(false);
 
         // Still there for the owner.
         expect(await storage.threads.get(owner, thread.id)).toMatchObject({ id: thread.id, messageCount: 1 });
         expect(await storage.runs.get(owner, run.id)).toEqual(run);
-        expect(await storage.memories.list({ userId: owner, agentId: 'helper' }, { limit: 10 })).toEqual([memory]);
+        expect((await storage.memories.list({ userId: owner, agentId: 'helper' }, { limit: 10 })).memories).toEqual([memory]);
       });
     });
 
@@ -538,20 +538,70 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const first = await storage.memories.add(namespace, { id: randomUUID(), content: 'Likes green tea', origin: { by: 'api' } }, at(1));
         expect(first).toEqual({ id: first.id, ...namespace, content: 'Likes green tea', createdAt: at(1), updatedAt: at(1), origin: { by: 'api' } });
         const second = await storage.memories.add(namespace, { id: randomUUID(), content: 'Lives in Lisbon', origin: { by: 'api' } }, at(2));
-        expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([second, first]);
-        expect(await storage.memories.list(namespace, { limit: 1 })).toEqual([second]);
+        expect((await storage.memories.list(namespace, { limit: 10 })).memories).toEqual([second, first]);
+        expect((await storage.memories.list(namespace, { limit: 1 })).memories).toEqual([second]);
 
         expect(await storage.memories.delete(namespace.userId, first.id)).toBe(true);
         expect(await storage.memories.delete(namespace.userId, first.id)).toBe(false);
-        expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([second]);
+        expect((await storage.memories.list(namespace, { limit: 10 })).memories).toEqual([second]);
         expect(await storage.memories.search(namespace, 'green tea', { limit: 10 })).toEqual([]);
+      });
+
+      it('pages back through all of a namespace’s memories with an opaque cursor, each once, those of one millisecond too', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, at(minute));
+        const oldest = await add('oldest', 1);
+        // Three written in the same millisecond: the id orders them, and a page may end between them.
+        const same = [await add('same a', 2), await add('same b', 2), await add('same c', 2)].sort((a, b) => (a.id < b.id ? 1 : -1));
+        const newest = await add('newest', 3);
+        // A replace keeps the memory's place (its creation time), so a client paging meanwhile misses nothing.
+        const replaced = (await storage.memories.put(namespace, { id: oldest.id, content: 'oldest, rewritten', origin: { by: 'api' } }, at(4)))!;
+
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await storage.memories.list(namespace, { limit: 2, cursor });
+          expect(page.memories.length).toBeLessThanOrEqual(2);
+          seen.push(...page.memories.map((memory) => memory.id));
+          cursor = page.nextCursor ?? undefined;
+          pages++;
+        } while (cursor !== undefined);
+        expect(pages).toBe(3);
+        expect(seen).toEqual([newest, ...same, replaced].map((memory) => memory.id));
+        // The last page says so: a full last page has no cursor either.
+        expect((await storage.memories.list(namespace, { limit: 5 })).nextCursor).toBeNull();
+        expect(await storage.memories.list({ userId: randomUUID(), agentId: 'helper' }, { limit: 10 })).toEqual({ memories: [], nextCursor: null });
+      });
+
+      it("I12: a memory cursor used in another user's or agent's namespace shows only that namespace's memories", async () => {
+        const mine = { userId: randomUUID(), agentId: 'helper' };
+        for (let minute = 1; minute <= 3; minute++) await storage.memories.add(mine, { id: randomUUID(), content: `mine ${minute}`, origin: { by: 'api' } }, at(minute));
+        const theirs = { userId: randomUUID(), agentId: 'helper' };
+        const older = await storage.memories.add(theirs, { id: randomUUID(), content: 'theirs, older', origin: { by: 'api' } }, at(0));
+        await storage.memories.add(theirs, { id: randomUUID(), content: 'theirs, newer', origin: { by: 'api' } }, at(5));
+        const { nextCursor } = await storage.memories.list(mine, { limit: 1 });
+        expect(nextCursor).toEqual(expect.any(String));
+        // The cursor is a position in time, not a key to the namespace it came from.
+        expect((await storage.memories.list(theirs, { limit: 10, cursor: nextCursor! })).memories).toEqual([older]);
+        expect((await storage.memories.list({ ...mine, agentId: 'other-agent' }, { limit: 10, cursor: nextCursor! })).memories).toEqual([]);
+      });
+
+      it('I11: rejects a memory cursor vigil did not give (a thread cursor included) with VALIDATION_FAILED', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        await storage.memories.add(namespace, { id: randomUUID(), content: 'something', origin: { by: 'api' } }, at(1));
+        const forge = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+        const threadCursor = forge({ u: at(1), i: 'x' });
+        for (const cursor of ['not a cursor!', 'e30', forge({ m: 'yesterday', i: 'x' }), forge({ m: at(1) }), forge({ m: at(1), i: 7 }), forge({ m: '0000-01-01T00:00:00.000Z', i: 'x' }), forge({ m: at(1), i: 'x\u0000' }), forge([1]), threadCursor]) {
+          expect(await codeOf(storage.memories.list(namespace, { limit: 10, cursor })), cursor).toBe('VALIDATION_FAILED');
+        }
       });
 
       it('gets a memory by id within its namespace however old it is; another agent or user gets none (I12)', async () => {
         const namespace = { userId: randomUUID(), agentId: 'helper' };
         const oldest = await storage.memories.add(namespace, { id: randomUUID(), content: 'The first thing said', origin: { by: 'api' } }, at(1));
         for (let minute = 2; minute < 6; minute++) await storage.memories.add(namespace, { id: randomUUID(), content: `later ${minute}`, origin: { by: 'api' } }, at(minute));
-        expect(await storage.memories.list(namespace, { limit: 4 })).not.toContainEqual(oldest);
+        expect((await storage.memories.list(namespace, { limit: 4 })).memories).not.toContainEqual(oldest);
         expect(await storage.memories.get(namespace, oldest.id)).toEqual(oldest);
         expect(await storage.memories.get({ ...namespace, agentId: 'other-agent' }, oldest.id)).toBeUndefined();
         expect(await storage.memories.get({ ...namespace, userId: randomUUID() }, oldest.id)).toBeUndefined();
@@ -568,13 +618,13 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         // A replace keeps the creation time and moves the update time (the LangGraph store's item semantics).
         const replaced = await storage.memories.put(namespace, { id, content: 'Keeps goats on the hill', origin: { by: 'api' } }, at(2));
         expect(replaced).toEqual({ id, ...namespace, content: 'Keeps goats on the hill', createdAt: at(1), updatedAt: at(2), origin: { by: 'api' } });
-        expect(await storage.memories.list(namespace, { limit: 10 })).toEqual([replaced]);
+        expect((await storage.memories.list(namespace, { limit: 10 })).memories).toEqual([replaced]);
         expect(await storage.memories.search(namespace, 'bees', { limit: 10 })).toEqual([]);
         expect((await storage.memories.search(namespace, 'goats', { limit: 10 })).map((hit) => hit.id)).toEqual([id]);
         // The id under another agent of the user, or under another user: refused, the memory untouched.
         for (const other of [{ ...namespace, agentId: 'other-agent' }, { ...namespace, userId: randomUUID() }]) {
           expect(await storage.memories.put(other, { id, content: 'Taken over', origin: { by: 'api' } }, at(3))).toBeUndefined();
-          expect(await storage.memories.list(other, { limit: 10 })).toEqual([]);
+          expect((await storage.memories.list(other, { limit: 10 })).memories).toEqual([]);
         }
         expect(await storage.memories.get(namespace, id)).toEqual(replaced);
       });
@@ -584,7 +634,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const noted = await storage.memories.add(namespace, { id: randomUUID(), content: 'Prefers answers in German', origin: { by: 'agent', runId: 'run-7', threadId: 'thread-3' } }, at(1));
         const told = await storage.memories.add(namespace, { id: randomUUID(), content: 'Works night shifts in German hospitals', origin: { by: 'api' } }, at(2));
         expect(noted.origin).toEqual({ by: 'agent', runId: 'run-7', threadId: 'thread-3' });
-        expect((await storage.memories.list(namespace, { limit: 10 })).map((memory) => memory.origin)).toEqual([{ by: 'api' }, { by: 'agent', runId: 'run-7', threadId: 'thread-3' }]);
+        expect((await storage.memories.list(namespace, { limit: 10 })).memories.map((memory) => memory.origin)).toEqual([{ by: 'api' }, { by: 'agent', runId: 'run-7', threadId: 'thread-3' }]);
         const hits = await storage.memories.search(namespace, 'German', { limit: 10 });
         expect(new Map(hits.map((hit) => [hit.id, hit.origin]))).toEqual(new Map([[noted.id, noted.origin], [told.id, told.origin]]));
       });

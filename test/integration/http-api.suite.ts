@@ -293,6 +293,93 @@ export function httpApiSuite(backend: () => Backend): void {
     });
   });
 
+  describe('memories', () => {
+    type MemoryBody = { id: string; content: string; score?: number };
+
+    async function addMemories(agentId: string, contents: string[], token = ALICE.token): Promise<MemoryBody[]> {
+      const added: MemoryBody[] = [];
+      for (const content of contents) {
+        const response = await server.request('POST', `/api/agents/${agentId}/memories`, { token, body: { content } });
+        expect(response.status).toBe(201);
+        added.push(response.body);
+      }
+      return added;
+    }
+
+    it('pages the list back to the oldest memory with nextCursor; a search stays one page', async () => {
+      expect((await server.request('POST', '/api/agents', { body: { id: 'archivist', name: 'Archivist' } })).status).toBe(201);
+      const added = await addMemories('archivist', ['note one', 'note two', 'note three', 'note four', 'note five']);
+      const whole = await server.request('GET', '/api/agents/archivist/memories?limit=100');
+      expect(whole.status).toBe(200);
+      // The answer it always gave, with nextCursor beside it: null when nothing is older.
+      expect(whole.body.nextCursor).toBeNull();
+      expect(whole.body.memories.map((memory: MemoryBody) => memory.id).sort()).toEqual(added.map((memory) => memory.id).sort());
+
+      const paged: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
+        const page = await server.request('GET', `/api/agents/archivist/memories?limit=2${query}`);
+        expect(page.status).toBe(200);
+        paged.push(...page.body.memories.map((memory: MemoryBody) => memory.id));
+        cursor = page.body.nextCursor;
+        pages++;
+      } while (cursor !== null);
+      expect(pages).toBe(3);
+      expect(paged).toEqual(whole.body.memories.map((memory: MemoryBody) => memory.id));
+
+      const search = await server.request('GET', '/api/agents/archivist/memories?q=three');
+      expect(search.status).toBe(200);
+      expect(search.body).toEqual({ memories: [expect.objectContaining({ content: 'note three', score: expect.any(Number) })], nextCursor: null });
+    });
+
+    it('I11: a bad cursor, a cursor beside q, or a limit out of range is a 400 VALIDATION_FAILED', async () => {
+      const forge = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      await addMemories('default', ['one to page past', 'and another']);
+      const memoryCursor = (await server.request('GET', '/api/agents/default/memories?limit=1')).body.nextCursor;
+      expect(memoryCursor).toEqual(expect.any(String));
+      const paths = [
+        '/api/agents/default/memories?cursor=garbage',
+        `/api/agents/default/memories?cursor=${forge({ m: 'yesterday', i: 'x' })}`,
+        // A thread list's cursor is not a memory cursor.
+        `/api/agents/default/memories?cursor=${forge({ u: new Date().toISOString(), i: 'x' })}`,
+        `/api/agents/default/memories?q=page&cursor=${memoryCursor}`,
+        '/api/agents/default/memories?limit=0',
+        '/api/agents/default/memories?limit=101',
+      ];
+      for (const path of paths) {
+        const response = await server.request('GET', path);
+        expect(response.status, path).toBe(400);
+        expect(response.body.error.code, path).toBe('VALIDATION_FAILED');
+      }
+    });
+
+    it("I12: another user's agent's memories are not found, with or without a cursor; a cursor carries nothing across users", async () => {
+      // Agent ids are per user: Bob's "journal" is his own, with a note older than Alice's.
+      expect((await server.request('POST', '/api/agents', { token: BOB.token, body: { id: 'journal', name: 'Mine' } })).status).toBe(201);
+      const [bobs] = await addMemories('journal', ['bob own note'], BOB.token);
+      expect((await server.request('POST', '/api/agents', { body: { id: 'journal', name: 'Diary' } })).status).toBe(201);
+      await addMemories('journal', ['alice private one', 'alice private two', 'alice private three']);
+      const aliceCursor = (await server.request('GET', '/api/agents/journal/memories?limit=1')).body.nextCursor;
+      expect(aliceCursor).toEqual(expect.any(String));
+      // Alice's cursor in Bob's namespace is only a point in time: it pages Bob's memories.
+      const listed = await server.request('GET', `/api/agents/journal/memories?cursor=${aliceCursor}`, { token: BOB.token });
+      expect(listed.status).toBe(200);
+      expect(listed.body).toEqual({ memories: [expect.objectContaining({ id: bobs!.id, content: 'bob own note' })], nextCursor: null });
+      // An agent only Alice has: not found for Bob, listed, paged or searched.
+      expect((await server.request('POST', '/api/agents', { body: { id: 'alice-only', name: 'Private' } })).status).toBe(201);
+      await addMemories('alice-only', ['alice hidden one', 'alice hidden two']);
+      const hiddenCursor = (await server.request('GET', '/api/agents/alice-only/memories?limit=1')).body.nextCursor;
+      expect(hiddenCursor).toEqual(expect.any(String));
+      for (const path of ['/api/agents/alice-only/memories', `/api/agents/alice-only/memories?cursor=${hiddenCursor}`, '/api/agents/alice-only/memories?q=hidden']) {
+        const response = await server.request('GET', path, { token: BOB.token });
+        expect(response.status, path).toBe(404);
+        expect(response.body.error.code, path).toBe('AGENT_NOT_FOUND');
+      }
+    });
+  });
+
   describe('users (I12)', () => {
     it('I12: a request without a valid token is refused', async () => {
       const none = await server.request('GET', '/api/threads', { token: '' });

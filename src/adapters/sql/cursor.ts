@@ -23,17 +23,38 @@ export function encodeThreadCursor(cursor: ThreadCursor): string {
 }
 
 export function decodeThreadCursor(cursor: string): ThreadCursor {
+  const { time: updatedAt, id } = decodeTimeAndId(cursor, 'u');
+  return { updatedAt, id };
+}
+
+/** A memory in the list (newest first): its creation time and id, the list's sort key. */
+export interface MemoryCursor {
+  createdAt: string;
+  id: string;
+}
+
+export function encodeMemoryCursor(cursor: MemoryCursor): string {
+  return encode({ m: cursor.createdAt, i: cursor.id });
+}
+
+export function decodeMemoryCursor(cursor: string): MemoryCursor {
+  const { time: createdAt, id } = decodeTimeAndId(cursor, 'm');
+  return { createdAt, id };
+}
+
+/** A (timestamp, id) cursor whose time is under `timeKey` (its kind: a thread cursor is not a memory cursor). */
+function decodeTimeAndId(cursor: string, timeKey: 'u' | 'm'): { time: string; id: string } {
   const value = decode(cursor);
-  const updatedAt = value.u;
+  const time = value[timeKey];
   const id = value.i;
-  if (typeof updatedAt !== 'string' || typeof id !== 'string' || Object.keys(value).length !== 2) throw invalidCursor();
-  const time = Date.parse(updatedAt);
+  if (typeof time !== 'string' || typeof id !== 'string' || Object.keys(value).length !== 2) throw invalidCursor();
+  const parsed = Date.parse(time);
   // Only our own toISOString() form, so the text comparison on SQLite stays exact, and a
   // four-digit year from 1 on: toISOString also writes years 0, -271821 and +275760, which
   // PostgreSQL's timestamptz refuses (a 500 where a forged cursor is a 400).
-  if (Number.isNaN(time) || new Date(time).toISOString() !== updatedAt || !/^\d{4}-/.test(updatedAt) || updatedAt.startsWith('0000')) throw invalidCursor();
+  if (Number.isNaN(parsed) || new Date(parsed).toISOString() !== time || !/^\d{4}-/.test(time) || time.startsWith('0000')) throw invalidCursor();
   if (id.length > MAX_ID_LENGTH || id.includes('\u0000')) throw invalidCursor();
-  return { updatedAt, id };
+  return { time, id };
 }
 
 export function encodeMessageCursor(cursor: MessageCursor): string {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
-import type { Iso, MemoryHit, MemoryNamespace, MemoryOrigin, MemoryRecord, MemoryStore } from '../../app/ports.js';
+import type { Iso, MemoryHit, MemoryNamespace, MemoryOrigin, MemoryPage, MemoryRecord, MemoryStore } from '../../app/ports.js';
+import { decodeMemoryCursor, encodeMemoryCursor } from './cursor.js';
 import type { MemoriesTable, SqlContext } from './database.js';
 import { fts5MatchExpression, searchTerms, tsqueryExpression } from './search-terms.js';
 import { checkLimit, isoForDatabase, isoFromDatabase } from './values.js';
@@ -95,18 +96,24 @@ export class SqlMemoryStore implements MemoryStore {
     return result.rows;
   }
 
-  /** Newest first. */
-  async list(namespace: MemoryNamespace, options: { limit: number }): Promise<MemoryRecord[]> {
+  /** Newest first, then by id (memories written in the same millisecond), so a page boundary never skips or repeats one. */
+  async list(namespace: MemoryNamespace, options: { limit: number; cursor?: string | undefined }): Promise<MemoryPage> {
+    const limit = checkLimit(options.limit);
+    const after = options.cursor === undefined ? undefined : decodeMemoryCursor(options.cursor);
     const rows = await this.#context.db
       .selectFrom('memories')
       .select(MEMORY_COLUMNS)
       .where('user_id', '=', namespace.userId)
       .where('agent_id', '=', namespace.agentId)
+      // A row-value comparison, which both backends answer from the (user_id, agent_id, created_at) index.
+      .$if(after !== undefined, (query) => query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after!.createdAt, after!.id))))
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
-      .limit(checkLimit(options.limit))
+      .limit(limit + 1)
       .execute();
-    return rows.map(toMemoryRecord);
+    const memories = rows.slice(0, limit).map(toMemoryRecord);
+    const last = memories.at(-1);
+    return { memories, nextCursor: rows.length > limit && last !== undefined ? encodeMemoryCursor({ createdAt: last.createdAt, id: last.id }) : null };
   }
 
   async get(namespace: MemoryNamespace, memoryId: string): Promise<MemoryRecord | undefined> {

@@ -59,13 +59,20 @@ export function agentRoutes(deps: HttpDependencies): FastifyPluginAsyncZod {
 
     app.get(
       '/api/agents/:agentId/memories',
-      { schema: { tags: ['memories'], params: agentParams, querystring: listMemoriesQuery, response: { 200: z.object({ memories: z.array(memoryDto) }) } } },
+      {
+        schema: {
+          tags: ['memories'],
+          description: 'Without q: the newest memories first; nextCursor, given back as cursor, pages on to older ones (null on the last page). With q: the best-ranked hits, with a score, in one page (nextCursor null).',
+          params: agentParams,
+          querystring: listMemoriesQuery,
+          response: { 200: z.object({ memories: z.array(memoryDto), nextCursor: z.string().nullable() }), 400: errorBody, 404: errorBody },
+        },
+      },
       async (request) => {
-        const { q, limit } = request.query;
-        const memories = q
-          ? await deps.memories.search(request.userId, request.params.agentId, q, limit)
-          : await deps.memories.list(request.userId, request.params.agentId, limit);
-        return { memories: memories.map(toMemoryDto) };
+        const { q, limit, cursor } = request.query;
+        if (q) return { memories: (await deps.memories.search(request.userId, request.params.agentId, q, limit)).map(toMemoryDto), nextCursor: null };
+        const page = await deps.memories.page(request.userId, request.params.agentId, { limit, cursor });
+        return { memories: page.memories.map(toMemoryDto), nextCursor: page.nextCursor };
       },
     );
 
