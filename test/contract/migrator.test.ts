@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Database, SqlDialectName } from '../../src/adapters/sql/database.js';
 import { MIGRATIONS } from '../../src/adapters/sql/migrations/index.js';
 import type { Migration } from '../../src/adapters/sql/migrations/index.js';
+import { SqlMemoryStore } from '../../src/adapters/sql/memory-store.js';
 import { migrate } from '../../src/adapters/sql/migrator.js';
 import { describePostgres, dropSchema, postgresTarget, randomSchemaName, TEST_DATABASE_URL } from '../helpers/postgres.js';
 
@@ -73,6 +74,30 @@ function migratorCases(dialect: SqlDialectName, open: () => Promise<{ db: Kysely
       const read = async (id: string) => (await sql<{ outcome: string | null; result: string }>`SELECT outcome, result FROM tool_approvals WHERE id = ${id}`.execute(db)).rows[0];
       expect(await read('old')).toEqual({ outcome: null, result: 'the tool failed: unknown time zone' });
       await expect(sql`UPDATE tool_approvals SET outcome = 'maybe' WHERE id = 'old'`.execute(db)).rejects.toThrow();
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('version 24: memories written before it are found by a part of a compound, without accents, and by stop words alone', async () => {
+    const { db, schema } = await open();
+    try {
+      await migrate(db, { dialect, logger, schema, migrations: MIGRATIONS.filter((migration) => migration.version < 24) });
+      const at = '2026-01-01T12:00:00.000Z';
+      const contents = { email: 'Send the invoices to alice@example.com', cafe: 'Meets friends at the café', version: 'We ship v1.2.3-beta on Friday' };
+      for (const [id, content] of Object.entries(contents)) {
+        await db.insertInto('memories').values({ id, user_id: 'alice', agent_id: 'helper', content, created_at: at, updated_at: at, origin: 'api', run_id: null, thread_id: null }).execute();
+      }
+      await migrate(db, { dialect, logger, schema });
+      const memories = new SqlMemoryStore({ db, dialect, transaction: (work) => db.transaction().execute(work) });
+      const found = async (query: string) => (await memories.search({ userId: 'alice', agentId: 'helper' }, query, { limit: 10 })).map((hit) => hit.id).sort();
+      expect(await found('alice')).toEqual(['email']);
+      expect(await found('cafe')).toEqual(['cafe']);
+      expect(await found('1.2.3')).toEqual(['version']);
+      expect(await found('the')).toEqual(['cafe', 'email']);
+      // Written after it, the same.
+      await memories.add({ userId: 'alice', agentId: 'helper' }, { id: 'later', content: 'Crème brûlée at bob@example.org', origin: { by: 'api' } }, at);
+      expect(await found('creme bob')).toEqual(['later']);
     } finally {
       await db.destroy();
     }

@@ -677,6 +677,69 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         }
       });
 
+      it('finds a memory by a part of an email address, URL, host, path or version, as a word of its own', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, at(minute));
+        const email = await add('Send the invoices to alice@example.com', 1);
+        const url = await add('The docs live at https://vigil.dev/docs/setup?lang=pt', 2);
+        const host = await add('The staging host is build.example.org', 3);
+        const path = await add('Node is installed at /usr/local/bin/node', 4);
+        const version = await add('We ship v1.2.3-beta on Friday', 5);
+        const snake = await add('The column is called retry_after_seconds', 6);
+        await add('Nothing to see here', 7);
+        const found = async (query: string) => (await storage.memories.search(namespace, query, { limit: 10 })).map((hit) => hit.id);
+        for (const [memory, queries] of [
+          [email, ['alice', 'Who is alice?']],
+          [url, ['setup', 'vigil', 'lang']],
+          [host, ['staging build']],
+          [path, ['local bin']],
+          [version, ['1.2.3', 'beta', 'v1']],
+          [snake, ['retry', 'seconds']],
+        ] as const) {
+          for (const query of queries) expect(await found(query), query).toContain(memory.id);
+        }
+        // The parts of a compound match its memory, not the others.
+        expect(await found('alice')).toEqual([email.id]);
+        expect(await found('beta')).toEqual([version.id]);
+        // The memory holding more of a compound's words ranks first.
+        expect((await found('alice@example.com'))[0]).toBe(email.id);
+      });
+
+      it('finds a memory whatever the accents of its Latin letters, in the memory or in the query', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, at(minute));
+        const cafe = await add('Meets friends at the café on Mondays', 1);
+        const plain = await add('The cafe near the station opens early', 2);
+        // "é" written as "e" and a combining acute (U+0301), as some keyboards and pastes send it.
+        const decomposed = await add('Ordered a cre\u0300me bru\u0302le\u0301e for dessert', 3);
+        const zurich = await add('Flies to Zürich in March', 4);
+        const russian = await add('мои книги на полке', 5);
+        const found = async (query: string) => new Set((await storage.memories.search(namespace, query, { limit: 10 })).map((hit) => hit.id));
+        expect(await found('cafe')).toEqual(new Set([cafe.id, plain.id]));
+        expect(await found('café')).toEqual(new Set([cafe.id, plain.id]));
+        expect(await found('CAFÉ')).toEqual(new Set([cafe.id, plain.id]));
+        expect(await found('creme brulee')).toEqual(new Set([decomposed.id]));
+        expect(await found('crème brûlée')).toEqual(new Set([decomposed.id]));
+        expect(await found('zurich')).toEqual(new Set([zurich.id]));
+        expect(await found('ZÜRICH')).toEqual(new Set([zurich.id]));
+        // Only Latin letters lose their accents: Cyrillic "й" is a letter of its own, not "и".
+        expect(await found('книги')).toEqual(new Set([russian.id]));
+        expect(await found('мои')).toEqual(new Set([russian.id]));
+        expect(await found('мой')).toEqual(new Set());
+      });
+
+      it('finds a memory by a query of stop words alone', async () => {
+        const namespace = { userId: randomUUID(), agentId: 'helper' };
+        const add = (content: string, minute: number) => storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, at(minute));
+        const mat = await add('The cat sat on the mat', 1);
+        const you = await add('You are kind to strangers', 2);
+        await add('Walks dogs daily', 3);
+        const found = async (query: string) => new Set((await storage.memories.search(namespace, query, { limit: 10 })).map((hit) => hit.id));
+        expect(await found('the')).toEqual(new Set([mat.id]));
+        expect(await found('the a of')).toEqual(new Set([mat.id]));
+        expect(await found('Who are you?')).toEqual(new Set([you.id]));
+      });
+
       it('searches strictly within the (user, agent) namespace', async () => {
         const userId = randomUUID();
         const mine = { userId, agentId: 'helper' };

@@ -3,16 +3,14 @@ import type { Selectable } from 'kysely';
 import type { Iso, MemoryHit, MemoryNamespace, MemoryOrigin, MemoryPage, MemoryRecord, MemoryStore } from '../../app/ports.js';
 import { decodeMemoryCursor, encodeMemoryCursor } from './cursor.js';
 import type { MemoriesTable, SqlContext } from './database.js';
-import { fts5MatchExpression, searchTerms, tsqueryExpression } from './search-terms.js';
+import { fts5MatchExpression, searchTerms } from './search-terms.js';
 import { checkLimit, isoForDatabase, isoFromDatabase } from './values.js';
 
 type MemoryRow = Selectable<MemoriesTable>;
 const MEMORY_COLUMNS = ['id', 'user_id', 'agent_id', 'content', 'created_at', 'updated_at', 'origin', 'run_id', 'thread_id'] as const;
 type HitRow = MemoryRow & { score: number | string };
-/** Bounds on the compound lexemes (see #searchPostgres) a long message adds to a search. */
-const MAX_COMPOUND_QUERY_CHARACTERS = 10_000;
-const MAX_COMPOUND_LEXEMES = 32;
-const MAX_COMPOUND_LEXEME_LENGTH = 256;
+/** A lexeme as tsquery text: quoted, its quotes and backslashes escaped (none survive the folding; this is the guard). */
+const QUOTED_LEXEME = sql.raw(`'''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''`);
 
 export class SqlMemoryStore implements MemoryStore {
   readonly #context: SqlContext;
@@ -52,7 +50,7 @@ export class SqlMemoryStore implements MemoryStore {
     const limit = checkLimit(options.limit);
     const terms = searchTerms(query);
     if (terms.length === 0) return [];
-    const rows = this.#context.dialect === 'sqlite' ? await this.#searchSqlite(namespace, terms, limit) : await this.#searchPostgres(namespace, query, terms, limit);
+    const rows = this.#context.dialect === 'sqlite' ? await this.#searchSqlite(namespace, terms, limit) : await this.#searchPostgres(namespace, terms, limit);
     return rows.map((row) => ({ ...toMemoryRecord(row), score: Number(row.score) }));
   }
 
@@ -70,24 +68,23 @@ export class SqlMemoryStore implements MemoryStore {
     return result.rows;
   }
 
-  async #searchPostgres(namespace: MemoryNamespace, query: string, terms: string[], limit: number): Promise<HitRow[]> {
-    // A query of stop words only becomes an empty tsquery, which matches nothing.
-    // PostgreSQL's parser keeps an email address, URL, host, path, version or decimal
-    // ("alice@example.com", "v1.2.3", "0.25") as one lexeme, which the plain words of the
-    // query never match: the query's own such lexemes (as to_tsvector makes them, so as
-    // the memory's) are OR-ed in (bounded; cast as they are, never stemmed twice).
-    // (Finding one by a part, "alice", would need the memory indexed otherwise: a migration.)
+  async #searchPostgres(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
+    // The query's words are folded and split by the very function the memories' search
+    // column is made with (migration 24), so both are cut into the same lexemes, which are
+    // OR-ed (cast as to_tsvector made them: never stemmed twice). English stop words count
+    // only when the query has nothing else: beside other words they would match nearly
+    // every memory and, as ts_rank does not weigh a word by its rarity (bm25 does), crowd
+    // out the real matches; alone ("who are you?") they find what SQLite finds.
     const result = await sql<HitRow>`
+      WITH folded (text) AS (SELECT vigil_memory_search_text(${terms.join(' ')})),
+      q (query) AS (
+        SELECT coalesce(
+          (SELECT string_agg(${QUOTED_LEXEME}, ' | ')::tsquery FROM folded, unnest(to_tsvector('pg_catalog.english', folded.text))),
+          (SELECT string_agg(${QUOTED_LEXEME}, ' | ')::tsquery FROM folded, unnest(to_tsvector('vigil_memory_search', folded.text)))
+        )
+      )
       SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.updated_at, m.origin, m.run_id, m.thread_id, ts_rank(m.search, q.query) AS score
-      FROM memories AS m,
-        (SELECT to_tsquery('english', ${tsqueryExpression(terms)}) || coalesce((
-          SELECT string_agg('''' || lexeme || '''', ' | ')::tsquery
-          FROM (
-            SELECT lexeme FROM unnest(to_tsvector('english', ${query.slice(0, MAX_COMPOUND_QUERY_CHARACTERS)})) AS v
-            WHERE lexeme ~ '[^[:alnum:]]' AND lexeme !~ '[''\\\\[:space:]]' AND length(lexeme) <= ${MAX_COMPOUND_LEXEME_LENGTH}
-            LIMIT ${MAX_COMPOUND_LEXEMES}
-          ) AS compound
-        ), ''::tsquery)) AS q (query)
+      FROM memories AS m, q
       WHERE m.user_id = ${namespace.userId}
         AND m.agent_id = ${namespace.agentId}
         AND m.search @@ q.query

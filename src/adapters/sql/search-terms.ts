@@ -22,8 +22,3 @@ export function searchTerms(query: string): string[] {
 export function fts5MatchExpression(terms: readonly string[]): string {
   return terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' OR ');
 }
-
-/** to_tsquery text: each term quoted as a lexeme, joined by OR. */
-export function tsqueryExpression(terms: readonly string[]): string {
-  return terms.map((term) => `'${term.replaceAll("'", "''").replaceAll('\\', '\\\\')}'`).join(' | ');
-}

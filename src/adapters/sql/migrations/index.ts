@@ -25,8 +25,9 @@ import { memoryUpdatedAtMigration } from './0020-memory-updated-at.js';
 import { runThreadDeletedMigration } from './0021-run-thread-deleted.js';
 import { retentionFireProtocolIndexesMigration } from './0022-retention-fire-protocol-indexes.js';
 import { approvalOutcomeMigration } from './0023-approval-outcome.js';
+import { memorySearchWordsMigration } from './0024-memory-search-words.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration, approvalOutcomeMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration, approvalOutcomeMigration, memorySearchWordsMigration];
