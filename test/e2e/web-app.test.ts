@@ -395,6 +395,29 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('memory: past the newest page, "Show older memories" pages back to the oldest one; a delete keeps the pages loaded', async () => {
+    const agentId = `archive-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Archive' } })).status).toBe(201);
+    for (let index = 1; index <= 103; index++) {
+      expect((await server.request('POST', `/api/agents/${agentId}/memories`, { body: { content: `Archived fact ${index}` } })).status).toBe(201);
+    }
+    const page = await signedIn(ALICE.token, 1440, '#memory');
+    await page.getByLabel('Agent').selectOption(agentId);
+    await page.getByText('Archived fact 103', { exact: true }).waitFor();
+    const cards = page.locator('li.card');
+    await waitFor(async () => (await cards.count()) === 100, 5_000, 'the newest page of memories');
+    expect(await page.getByText('Archived fact 3', { exact: true }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Show older memories' }).click();
+    await page.getByText('Archived fact 1', { exact: true }).waitFor();
+    expect(await cards.count()).toBe(103);
+    await page.getByRole('button', { name: 'Show older memories' }).waitFor({ state: 'detached' });
+    // Deleting one keeps the older page on screen.
+    await cards.filter({ has: page.getByText('Archived fact 50', { exact: true }) }).getByRole('button', { name: 'Delete memory' }).click();
+    await waitFor(async () => (await cards.count()) === 102, 5_000, 'the deleted memory to leave the page');
+    expect(await page.getByText('Archived fact 1', { exact: true }).count()).toBe(1);
+    await page.close();
+  });
+
   it('the thread list marks a thread with an unseen autonomous message, and rename and delete work from it', async () => {
     const agentId = `marker-${Date.now()}`;
     expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Marker', autonomy: quickFollowUps(300) } })).status).toBe(201);

@@ -2,22 +2,51 @@ import { useEffect, useState } from 'react';
 import { api, type Agent, type Memory } from './api.js';
 import { AgentSelect, DeleteButton } from './shared.js';
 
+/** Memories per page: the newest page, more on "Show older memories". */
+const MEMORY_PAGE = 100;
+
 export function MemoryView({ agents }: { agents: Agent[] }) {
   const [agentId, setAgentId] = useState(agents[0]?.id ?? 'default');
   const [query, setQuery] = useState('');
   const [memories, setMemories] = useState<Memory[]>([]);
+  /** Where the list goes on (older memories); null on its last page and for a search (one ranked page). */
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [loadingMore, setLoadingMore] = useState(false);
   const [error, setError] = useState<string | undefined>();
 
+  const page = (after?: string) => {
+    const q = query.trim() ? `&q=${encodeURIComponent(query.trim())}` : '';
+    const from = after ? `&cursor=${encodeURIComponent(after)}` : '';
+    return api<{ memories: Memory[]; nextCursor: string | null }>('GET', `/api/agents/${encodeURIComponent(agentId)}/memories?limit=${MEMORY_PAGE}${q}${from}`);
+  };
   const load = async () => {
     try {
-      const q = query.trim() ? `&q=${encodeURIComponent(query.trim())}` : '';
-      setMemories((await api<{ memories: Memory[] }>('GET', `/api/agents/${encodeURIComponent(agentId)}/memories?limit=100${q}`)).memories);
+      const first = await page();
+      setMemories(first.memories);
+      setCursor(first.nextCursor);
       setError(undefined);
     } catch (failure) {
       setError(failure instanceof Error ? failure.message : String(failure));
       setMemories([]);
+      setCursor(null);
     }
   };
+  const showOlder = async () => {
+    if (!cursor || loadingMore) return;
+    setLoadingMore(true);
+    try {
+      const next = await page(cursor);
+      setMemories((current) => [...current, ...next.memories]);
+      setCursor(next.nextCursor);
+      setError(undefined);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      setLoadingMore(false);
+    }
+  };
+  /** A memory deleted (or found already gone) leaves the page; older pages loaded stay. */
+  const dropped = (id: string) => setMemories((current) => current.filter((memory) => memory.id !== id));
   useEffect(() => {
     void load();
   }, [agentId]);
@@ -57,7 +86,7 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
             </p>
             <DeleteButton
               path={`/api/memories/${memory.id}`}
-              then={load}
+              then={() => dropped(memory.id)}
               gone="That memory was already deleted."
             >
               Delete memory
@@ -66,6 +95,11 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
         ))}
         {memories.length === 0 && !error && <li className="muted">No memories.</li>}
       </ul>
+      {cursor && (
+        <button type="button" className="secondary show-more" disabled={loadingMore} aria-busy={loadingMore} onClick={() => void showOlder()}>
+          Show older memories
+        </button>
+      )}
     </main>
   );
 }
