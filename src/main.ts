@@ -19,6 +19,8 @@ import type { EventBus } from './app/ports.js';
 import { randomUUID } from 'node:crypto';
 import { InProcessSingletonRoles, type SingletonRoles } from './app/singleton-role.js';
 import { PostgresSingletonRoles } from './adapters/locks/postgres-singleton-roles.js';
+import { InProcessInstancePresence, type InstancePresence } from './app/instance-presence.js';
+import { PostgresInstancePresence } from './adapters/locks/postgres-instance-presence.js';
 import { createModelFactory, modelLabel } from './adapters/llm/model-factory.js';
 import { createLogger, type LogContextRunner } from './adapters/logging/create-logger.js';
 import { openStorage, SQLITE_FILE_NAME } from './adapters/storage-factory.js';
@@ -151,6 +153,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let stopCancelListening: (() => void) | undefined;
   let openedEvents: EventBus | undefined;
   let roles: SingletonRoles | undefined;
+  let presence: InstancePresence | undefined;
   const instanceId = config.instanceId ?? randomUUID().slice(0, 8);
   try {
     await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
@@ -172,6 +175,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const singletonRoles: SingletonRoles =
       storage.kind === 'postgres' && config.databaseUrl ? new PostgresSingletonRoles({ connectionString: config.databaseUrl, schema: config.databaseSchema, logger, instanceId }) : new InProcessSingletonRoles();
     roles = singletonRoles;
+    // Which processes still run: a LangGraph protocol run queued in one that died is ended, not left pending.
+    const instancePresence: InstancePresence =
+      storage.kind === 'postgres' && config.databaseUrl
+        ? await PostgresInstancePresence.open({ connectionString: config.databaseUrl, schema: config.databaseSchema, logger, instanceId })
+        : new InProcessInstancePresence();
+    presence = instancePresence;
     events.observe((event) => {
       const decision = autonomyDecisionOf(event);
       if (decision) metrics.autonomyDecision(decision);
@@ -427,6 +436,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       autonomyReports: new AutonomyReportService(new SqlAutonomyReportRepository(storage.context), agents),
       langgraph: {
         store: protocolStore,
+        presence: instancePresence,
         activeRunOf: (threadId) => coordinator.activeRunOf(threadId),
         endOrphanedRun: (run) => orphanedRuns.endIfOrphaned(run),
         ...(options.langgraph?.heartbeatMs !== undefined ? { heartbeatMs: options.langgraph.heartbeatMs } : {}),
@@ -489,6 +499,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await mcp.close();
           await Promise.all([hooks.drain(), telegram?.stop()]);
           await singletonRoles.close();
+          await instancePresence.close();
           await httpClosed;
           await metricsServer?.close();
           await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last traces'));
@@ -507,6 +518,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await locks?.close().catch(() => undefined);
     await openedEvents?.close?.().catch(() => undefined);
     await roles?.close().catch(() => undefined);
+    await presence?.close().catch(() => undefined);
     await listener?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
     throw error;

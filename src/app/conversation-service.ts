@@ -30,6 +30,13 @@ export interface SendOptions {
    * the run waits for the thread; `messageId` is the id the message is stored under.
    */
   onAccepted?: (accepted: { runId: string; messageId: string }) => void;
+  /**
+   * Asked once the run holds its thread, before anything of it is written: false, and it
+   * never starts (its message is not added) and the call fails RUN_CANCELLED. For a caller
+   * whose own record of the run may have been ended meanwhile by another process (a
+   * LangGraph protocol run judged orphaned), so that the run and that record agree.
+   */
+  claim?: () => Promise<boolean>;
 }
 
 /** Called when a person's message is received, before it waits for the thread or reaches a model. */
@@ -219,7 +226,12 @@ export class ConversationService {
     await this.receiveUserMessage(thread, context.requestedAt);
     const { onAccepted } = options;
     const accepted = onAccepted ? { onRequested: () => onAccepted({ runId: context.runId, messageId }) } : {};
-    return this.coordinator.run({ context, agent, input, ...accepted, ...(options.signal ? { signal: options.signal } : {}) });
+    const request = { context, agent, input, ...accepted, ...(options.signal ? { signal: options.signal } : {}) };
+    const { claim } = options;
+    if (claim === undefined) return this.coordinator.run(request);
+    const outcome = await this.coordinator.tryRun({ ...request, whenBusy: 'wait', admit: async () => ((await claim()) ? { admitted: true } : { admitted: false, reason: 'not_claimed' }) });
+    if ('declined' in outcome) throw new VigilError('RUN_CANCELLED', 'the run was ended before it started');
+    return outcome;
   }
 
   /**

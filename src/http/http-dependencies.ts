@@ -14,6 +14,7 @@ import type { ScheduleService } from '../app/schedules/schedule-service.js';
 import type { EventBus, RunRecord } from '../app/ports.js';
 import type { Metrics } from '../app/metrics.js';
 import type { ProtocolStore } from '../app/langgraph/protocol-store.js';
+import type { InstancePresence } from '../app/instance-presence.js';
 import type { Authenticator } from './auth.js';
 import type { TelegramWebhookReceiver } from './routes/channel-routes.js';
 
@@ -63,6 +64,8 @@ export interface HttpDependencies {
   /** The LangGraph Platform API beside /api (src/http/langgraph); absent: not served. */
   langgraph?: {
     store: ProtocolStore;
+    /** Which server processes still run (the owners of queued protocol runs). */
+    presence: InstancePresence;
     /** The run in progress on a thread, of any trigger (the run coordinator's view). */
     activeRunOf: (threadId: string) => string | undefined;
     /** Ends a run its process left `running` (nothing holds its thread), as the periodic sweep would; true when it did. */

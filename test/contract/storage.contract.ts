@@ -188,6 +188,28 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await protocol.getRun(randomUUID(), runId)).toBeUndefined();
       });
 
+      it('a protocol run names its owner, and a conditional move wins once: the owner claiming it and another process ending it cannot both (nothing else of the row changes)', async () => {
+        const protocol = new SqlProtocolStore((storage as unknown as SqlStorage).context);
+        const userId = randomUUID();
+        const [claimed, ended] = [randomUUID(), randomUUID()];
+        const threadId = randomUUID();
+        const records = new Map([claimed, ended].map((runId) => [runId, newRunRecord({ runId, userId, threadId, agentId: 'agent', metadata: { origin: 'sdk' }, multitaskStrategy: 'enqueue', owner: 'process-1' })]));
+        for (const record of records.values()) await protocol.createRun(record);
+        expect(await protocol.getRun(userId, claimed)).toMatchObject({ owner: 'process-1', metadata: { origin: 'sdk' }, state: 'pending' });
+        const error = { code: 'RUN_NOT_STARTED', message: 'its server stopped' };
+        // The owner's claim and another process's end at once: exactly one wins, and the row says which.
+        const [claim, lateEnd] = await Promise.all([protocol.moveRun(claimed, 'pending', 'claimed'), protocol.moveRun(claimed, 'pending', 'failed', error)]);
+        expect([claim, lateEnd].filter(Boolean)).toHaveLength(1);
+        expect(await protocol.getRun(userId, claimed)).toMatchObject(claim ? { state: 'claimed', error: null } : { state: 'failed', error });
+        // Ended first: the owner's claim loses, and the end keeps the owner and the client's metadata.
+        expect(await protocol.moveRun(ended, 'pending', 'failed', error)).toBe(true);
+        expect(await protocol.moveRun(ended, 'pending', 'claimed')).toBe(false);
+        expect(await protocol.moveRun(ended, 'pending', 'failed', error)).toBe(false);
+        expect(await protocol.getRun(userId, ended)).toEqual({ ...records.get(ended), state: 'failed', error });
+        expect(await protocol.moveRun(randomUUID(), 'pending', 'claimed')).toBe(false);
+        expect(await protocol.getRun(randomUUID(), ended)).toBeUndefined();
+      });
+
       it('lists newest activity first, paging with an opaque cursor', async () => {
         const userId = randomUUID();
         const threads = [];

@@ -1025,6 +1025,49 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await statusOf(bob.runs.join(thread.thread_id, run.run_id))).toBe(404);
     });
 
+    it("a person's run whose server is gone before it started ends as error RUN_NOT_STARTED, not pending for ever: queued, or claimed with no run recorded; claimed with its run recorded, it is that run; another user 404", async () => {
+      const thread = await alice.threads.create();
+      const store = new SqlProtocolStore((server.storage as SqlStorage).context);
+      // What a process that died left: a run queued behind another, and one that had just claimed its thread.
+      const gone = randomUUID();
+      const row = (runId: string) => newRunRecord({ runId, userId: ALICE.id, threadId: thread.thread_id, agentId: 'agent', metadata: { origin: 'sdk' }, multitaskStrategy: 'enqueue', owner: gone });
+      const [queued, claimed, recorded] = [randomUUID(), randomUUID(), randomUUID()];
+      await store.createRun(row(queued));
+      await store.createRun({ ...row(claimed), state: 'claimed' });
+      // The third's owner wrote vigil's run record before it died (its run went on to its end here).
+      await server.services.conversations.sendMessage(ALICE.id, thread.thread_id, 'recorded before the end', { runId: recorded });
+      await store.createRun({ ...row(recorded), state: 'claimed' });
+      expect(await statusOf(bob.runs.get(thread.thread_id, queued))).toBe(404);
+      expect(await statusOf(bob.runs.join(thread.thread_id, queued))).toBe(404);
+      await alice.runs.join(thread.thread_id, queued);
+      for (const runId of [queued, claimed]) {
+        const ended = await alice.runs.get(thread.thread_id, runId);
+        expect(ended.status).toBe('error');
+        expect(ended.metadata).toMatchObject({ origin: 'sdk', vigil: { error: { code: 'RUN_NOT_STARTED' } } });
+      }
+      expect((await alice.runs.get(thread.thread_id, recorded)).status).toBe('success');
+      expect((await store.getRun(ALICE.id, recorded))?.state).toBe('started');
+      const listed = new Map((await alice.runs.list(thread.thread_id)).map((run) => [run.run_id, run.status]));
+      expect([queued, claimed, recorded].map((runId) => listed.get(runId))).toEqual(['error', 'error', 'success']);
+    });
+
+    it("a queued run ended by another process's verdict (its owner taken for gone) never starts when its owner gets the thread after all: its message is not added, and its stream says why", async () => {
+      const thread = await alice.threads.create();
+      const held = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'in front [hold]' }] } });
+      await waitFor(() => GatedModel.held.length > 0, 10_000, 'the run in front to reach the model');
+      const queued = await alice.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'queued' }] }, multitaskStrategy: 'enqueue' });
+      const streamed = collect(alice.runs.joinStream(thread.thread_id, queued.run_id, { streamMode: ['values'] }));
+      // Another process judged this one gone (its presence connection broke for a moment) and ended the run.
+      const store = new SqlProtocolStore((server.storage as SqlStorage).context);
+      expect(await store.moveRun(queued.run_id, 'pending', 'failed', { code: 'RUN_NOT_STARTED', message: 'its server was taken for gone' })).toBe(true);
+      await release();
+      await alice.runs.join(thread.thread_id, held.run_id);
+      expect((await streamed).at(-1)).toMatchObject({ event: 'error', data: { error: 'RUN_NOT_STARTED', message: 'its server was taken for gone' } });
+      expect(await alice.runs.get(thread.thread_id, queued.run_id)).toMatchObject({ status: 'error', metadata: { vigil: { error: { code: 'RUN_NOT_STARTED' } } } });
+      const state = await alice.threads.getState(thread.thread_id);
+      expect((state.values as Json).messages.map((message: Json) => message.content)).toEqual(['in front [hold]', 'Echo: in front [hold]']);
+    });
+
     it('a resume whose decisions were never recorded before its server stopped ends as error with the reason, not pending for ever; another user 404', async () => {
       const { assistant, thread } = await waitingResume('Careful, undecided', 'note [remember:likes limes]');
       // The interrupt's id is its step's: the model message whose call waits.

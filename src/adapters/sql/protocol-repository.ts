@@ -85,7 +85,7 @@ export class SqlProtocolStore implements ProtocolStore {
         user_id: run.userId,
         thread_id: run.threadId,
         assistant_id: run.assistantId,
-        metadata: encodeJson(withInternal(run.metadata, { resumeStep: run.resumeStep, error: run.error })),
+        metadata: encodeJson(withInternal(run.metadata, { resumeStep: run.resumeStep, error: run.error, owner: run.owner })),
         multitask_strategy: run.multitaskStrategy,
         state: run.state,
         vigil_run_id: run.vigilRunId,
@@ -101,13 +101,34 @@ export class SqlProtocolStore implements ProtocolStore {
       const row = await this.#db.selectFrom('protocol_runs').select('metadata').where('run_id', '=', runId).executeTakeFirst();
       if (row === undefined) return;
       const stored = fromStored(row.metadata);
-      metadata = encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error }));
+      metadata = encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error, owner: stored.owner }));
     }
     await this.#db
       .updateTable('protocol_runs')
       .set({ state, ...(vigilRunId !== undefined ? { vigil_run_id: vigilRunId } : {}), ...(metadata !== undefined ? { metadata } : {}) })
       .where('run_id', '=', runId)
       .execute();
+  }
+
+  async moveRun(runId: string, from: ProtocolRunState, to: ProtocolRunState, error?: ProtocolRunError): Promise<boolean> {
+    let metadata: string | undefined;
+    let before: string | undefined;
+    if (error !== undefined) {
+      const row = await this.#db.selectFrom('protocol_runs').select(['metadata', 'state']).where('run_id', '=', runId).executeTakeFirst();
+      if (row === undefined || row.state !== from) return false;
+      const stored = fromStored(row.metadata);
+      before = row.metadata;
+      metadata = encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error, owner: stored.owner }));
+    }
+    // The state decides; the metadata read with it is written back only if nobody changed it since.
+    let update = this.#db
+      .updateTable('protocol_runs')
+      .set({ state: to, ...(metadata !== undefined ? { metadata } : {}) })
+      .where('run_id', '=', runId)
+      .where('state', '=', from);
+    if (before !== undefined) update = update.where('metadata', '=', before);
+    const result = await update.executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
   async getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined> {
@@ -132,23 +153,27 @@ export class SqlProtocolStore implements ProtocolStore {
 
 /**
  * What vigil keeps of a run beside the client's metadata (a resume's step, why it ended
- * before it started) is stored in the same JSON under the key `vigil`, which a client can
+ * before it started, the process that runs it) is stored in the same JSON under the key `vigil`, which a client can
  * never write (clientMetadata refuses it) and which a run's metadata always shows as vigil's
  * own report: read back, it is taken out of the metadata. (No column of its own, so no
  * migration.)
  */
 const INTERNAL_KEY = 'vigil';
 
-function withInternal(metadata: Record<string, unknown>, internal: { resumeStep: string | null; error: ProtocolRunError | null }): Record<string, unknown> {
-  const kept = { ...(internal.resumeStep !== null ? { resume_step: internal.resumeStep } : {}), ...(internal.error !== null ? { error: internal.error } : {}) };
+function withInternal(metadata: Record<string, unknown>, internal: { resumeStep: string | null; error: ProtocolRunError | null; owner: string | null }): Record<string, unknown> {
+  const kept = {
+    ...(internal.resumeStep !== null ? { resume_step: internal.resumeStep } : {}),
+    ...(internal.error !== null ? { error: internal.error } : {}),
+    ...(internal.owner !== null ? { owner: internal.owner } : {}),
+  };
   return Object.keys(kept).length > 0 ? { ...metadata, [INTERNAL_KEY]: kept } : metadata;
 }
 
-function fromStored(text: string): { metadata: Record<string, unknown>; resumeStep: string | null; error: ProtocolRunError | null } {
+function fromStored(text: string): { metadata: Record<string, unknown>; resumeStep: string | null; error: ProtocolRunError | null; owner: string | null } {
   const { [INTERNAL_KEY]: internal, ...metadata } = decodeJsonRecord(text);
-  const kept = (internal ?? {}) as { resume_step?: unknown; error?: { code?: unknown; message?: unknown } };
+  const kept = (internal ?? {}) as { resume_step?: unknown; error?: { code?: unknown; message?: unknown }; owner?: unknown };
   const error = kept.error && typeof kept.error.code === 'string' && typeof kept.error.message === 'string' ? { code: kept.error.code, message: kept.error.message } : null;
-  return { metadata, resumeStep: typeof kept.resume_step === 'string' ? kept.resume_step : null, error };
+  return { metadata, resumeStep: typeof kept.resume_step === 'string' ? kept.resume_step : null, error, owner: typeof kept.owner === 'string' ? kept.owner : null };
 }
 
 function toRun(row: Selectable<ProtocolRunsTable>): ProtocolRunRecord {
@@ -161,6 +186,7 @@ function toRun(row: Selectable<ProtocolRunsTable>): ProtocolRunRecord {
     metadata: stored.metadata,
     resumeStep: stored.resumeStep,
     error: stored.error,
+    owner: stored.owner,
     multitaskStrategy: row.multitask_strategy,
     state: row.state as ProtocolRunState,
     vigilRunId: row.vigil_run_id,

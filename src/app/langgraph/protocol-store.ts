@@ -11,8 +11,12 @@ export interface WriteOptions {
   within?: StorageTransaction | undefined;
 }
 
-/** `pending`: waiting for the thread; `started`: vigil's run record tells the rest; `cancelled`/`failed`: it never started. */
-export type ProtocolRunState = 'pending' | 'started' | 'cancelled' | 'failed';
+/**
+ * `pending`: waiting for the thread; `claimed`: it has the thread and its owner is writing
+ * vigil's run record (a moment); `started`: vigil's run record tells the rest;
+ * `cancelled`/`failed`: it never started.
+ */
+export type ProtocolRunState = 'pending' | 'claimed' | 'started' | 'cancelled' | 'failed';
 
 export interface ProtocolRunRecord {
   runId: string;
@@ -32,6 +36,12 @@ export interface ProtocolRunRecord {
   resumeStep: string | null;
   /** Why it ended before it started (`cancelled`/`failed`), when known. */
   error: ProtocolRunError | null;
+  /**
+   * The process that runs it (InstancePresence.id): a person's message waiting for its
+   * thread lives in that process's memory only, so the run never starts once that process is
+   * gone. Null on rows written before owners were recorded.
+   */
+  owner: string | null;
   createdAt: Iso;
 }
 
@@ -51,12 +61,19 @@ export interface ProtocolStore {
   createRun(run: ProtocolRunRecord, options?: WriteOptions): Promise<void>;
   /** `error`: why it ended without starting (for `cancelled`/`failed`). */
   setRunState(runId: string, state: ProtocolRunState, vigilRunId?: string, error?: ProtocolRunError): Promise<void>;
+  /**
+   * Move the run from `from` to `to` only if it is still in `from` (one conditional write):
+   * true when this call moved it. Where two processes may decide (the owner starting a
+   * queued run, another ending it because that owner looks gone), the first write wins and
+   * the other learns it lost.
+   */
+  moveRun(runId: string, from: ProtocolRunState, to: ProtocolRunState, error?: ProtocolRunError): Promise<boolean>;
   getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined>;
   listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]>;
 }
 
 /** The row of a protocol run about to start: `pending` until it has its thread. */
-export function newRunRecord(run: { runId: string; userId: string; threadId: string; agentId: string; metadata: Record<string, unknown>; multitaskStrategy: string; resumeStep?: string | null }): ProtocolRunRecord {
+export function newRunRecord(run: { runId: string; userId: string; threadId: string; agentId: string; metadata: Record<string, unknown>; multitaskStrategy: string; resumeStep?: string | null; owner?: string | null }): ProtocolRunRecord {
   return {
     runId: run.runId,
     userId: run.userId,
@@ -68,6 +85,7 @@ export function newRunRecord(run: { runId: string; userId: string; threadId: str
     vigilRunId: null,
     resumeStep: run.resumeStep ?? null,
     error: null,
+    owner: run.owner ?? null,
     createdAt: new Date().toISOString(),
   };
 }

@@ -22,6 +22,7 @@ export function langgraphRoutes(deps: HttpDependencies, version: string): Fastif
     conversations: deps.conversations,
     events: deps.events,
     store: options.store,
+    presence: options.presence,
     logger: deps.logger,
     visibleMessages: (userId, threadId) => visibleMessages(context, userId, threadId),
     interrupts: (userId, threadId) => interruptsOf(context, userId, threadId),

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { AgentRecord, EventBus, StoredMessage, ThreadRecord } from '../../app/ports.js';
 import type { ConversationService } from '../../app/conversation-service.js';
 import { newRunRecord, type ProtocolRunRecord, type ProtocolStore } from '../../app/langgraph/protocol-store.js';
-import type { RunOutcome } from '../../app/run-coordinator.js';
+import { STOPPING_REASON, type RunOutcome } from '../../app/run-coordinator.js';
+import type { InstancePresence } from '../../app/instance-presence.js';
 import type { MessageContent } from '../../domain/message-content.js';
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import type { VigilEvent } from '../../domain/events.js';
@@ -20,6 +21,12 @@ const CANCELLED_BEFORE_START = { error: 'RUN_CANCELLED', message: 'the run was c
 const RESUME_ABANDONED = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but the server stopped before their run started and the thread went on without it: no run will carry them out' };
 const RESUME_UNDECIDED = { code: 'RESUME_NOT_STARTED', message: 'the server stopped before the decisions were recorded: nothing was decided and no run continued the thread; resume again' };
 const RESUME_TIMED_OUT = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but no run continued the thread in time' };
+/**
+ * How a person's message run ends when the server that had it stopped while it waited for
+ * its thread (behind another run): the message lived in that process's memory only (it is
+ * written to the thread when its run starts), so nothing can run it now.
+ */
+export const RUN_NOT_STARTED = { code: 'RUN_NOT_STARTED', message: "the server that had this run stopped before the run started (it was waiting for its thread): its message was never added to the thread; send it again" };
 
 /**
  * How often a follower of another instance's run asks whether that run has ended (one
@@ -52,6 +59,8 @@ export interface RunManagerDependencies {
   resumeStartMs?: number;
   /** Is a vigil run (of any trigger) in progress on the thread? */
   activeRunOf: (threadId: string) => string | undefined;
+  /** Which server processes still run: the owner of a queued run that is gone never starts it. */
+  presence: InstancePresence;
   /** What became of a decided step (ApprovalService.continuationOf); absent without approvals. */
   continuationOf?: (userId: string, threadId: string, messageId: string, since: string) => Promise<{ state: 'continued'; runId: string } | { state: 'waiting' | 'undecided' | 'gone' }>;
 }
@@ -130,7 +139,8 @@ export class ProtocolRunManager {
    * start of their run stayed `pending` for ever, and join waited for ever.
    */
   async reconcile(row: ProtocolRunRecord): Promise<ProtocolRunRecord> {
-    if (row.state !== 'pending' || row.resumeStep === null || row.vigilRunId !== null || this.inFlight.has(row.runId) || !this.deps.continuationOf) return row;
+    if (row.resumeStep === null) return this.reconcileMessage(row);
+    if (row.state !== 'pending' || row.vigilRunId !== null || this.inFlight.has(row.runId) || !this.deps.continuationOf) return row;
     const found = await this.deps.continuationOf(row.userId, row.threadId, row.resumeStep, row.createdAt);
     if (found.state === 'continued') {
       await this.deps.store.setRunState(row.runId, 'started', found.runId);
@@ -144,6 +154,31 @@ export class ProtocolRunManager {
       return { ...row, state: 'failed', error };
     }
     return row;
+  }
+
+  /**
+   * A person's message run not yet started whose owner is gone (its process crashed or was
+   * restarted while the run waited for its thread): ended as failed, RUN_NOT_STARTED. Its
+   * message was only in that process's memory, so it can never start; without this it stayed
+   * `pending` for ever and join waited for ever. The end is one conditional write, and the
+   * owner, should it still be alive after all, claims the row the same way before its run
+   * starts (start's `claim`), so the row and what happened always agree. A row `claimed` by
+   * an owner that died as its run began is `started` if vigil's run record was written.
+   */
+  private async reconcileMessage(row: ProtocolRunRecord): Promise<ProtocolRunRecord> {
+    if ((row.state !== 'pending' && row.state !== 'claimed') || this.inFlight.has(row.runId)) return row;
+    if (await this.deps.presence.isAlive(row.owner)) return row;
+    if (row.state === 'claimed' && (await this.isRecorded(row.userId, row.runId))) {
+      await this.deps.store.moveRun(row.runId, 'claimed', 'started');
+      return { ...row, state: 'started' };
+    }
+    if (await this.deps.store.moveRun(row.runId, row.state, 'failed', RUN_NOT_STARTED)) return { ...row, state: 'failed', error: RUN_NOT_STARTED };
+    return (await this.deps.store.getRun(row.userId, row.runId)) ?? row;
+  }
+
+  /** The id this process writes as the owner of the runs it starts. */
+  get owner(): string {
+    return this.deps.presence.id;
   }
 
   busyThreads(): Set<string> {
@@ -353,14 +388,35 @@ export class ProtocolRunManager {
       if (ours || (started && event.type.startsWith('timer.'))) handle(event);
     });
     const controller = new AbortController();
+    // Whether this process won the row when the run got its thread (see reconcileMessage).
+    let claim: 'unasked' | 'claimed' | 'refused' = 'unasked';
+    const claimRow = async () => {
+      const won = await this.deps.store.moveRun(shape.runId, 'pending', 'claimed');
+      claim = won ? 'claimed' : 'refused';
+      return won;
+    };
     const settled = this.deps.conversations
-      .sendMessage(shape.userId, shape.thread.id, input.content, { runId: shape.runId, correlationId: input.correlationId, signal: controller.signal })
+      .sendMessage(shape.userId, shape.thread.id, input.content, { runId: shape.runId, correlationId: input.correlationId, signal: controller.signal, claim: claimRow })
       .then(
         (outcome) => outcome,
         async (error: unknown) => {
+          if (claim === 'refused') {
+            // Ended meanwhile by a process that took this one for gone: that end stands (the run never started).
+            const row = await this.deps.store.getRun(shape.userId, shape.runId).catch(() => undefined);
+            const ended = row?.error ?? RUN_NOT_STARTED;
+            frames.push('error', { error: ended.code, message: ended.message });
+            return undefined;
+          }
           const vigilError = toVigilError(error);
-          if (!started) await this.deps.store.setRunState(shape.runId, vigilError.code === 'RUN_CANCELLED' ? 'cancelled' : 'failed');
-          frames.push('error', { error: vigilError.code, message: vigilError.message });
+          const stopped = vigilError.code === 'RUN_CANCELLED' && (vigilError.message === STOPPING_REASON || this.stopping.signal.aborted);
+          if (!started) {
+            // A server stopping while the run waited: it never starts, as after a crash (its message is not kept).
+            const [state, ended] = stopped ? (['failed', RUN_NOT_STARTED] as const) : vigilError.code === 'RUN_CANCELLED' ? (['cancelled', undefined] as const) : (['failed', { code: vigilError.code, message: vigilError.message }] as const);
+            // Claimed, the row is this process's to end; still pending, only if nobody ended it first.
+            if (claim === 'claimed') await this.deps.store.setRunState(shape.runId, state, undefined, ended);
+            else await this.deps.store.moveRun(shape.runId, 'pending', state, ended);
+          }
+          frames.push('error', stopped && !started ? { error: RUN_NOT_STARTED.code, message: RUN_NOT_STARTED.message } : { error: vigilError.code, message: vigilError.message });
           return undefined;
         },
       )
@@ -375,11 +431,17 @@ export class ProtocolRunManager {
   }
 
   private async wasRecorded(shape: RunShape): Promise<boolean> {
+    return this.isRecorded(shape.userId, shape.runId).catch(() => false);
+  }
+
+  /** Whether vigil's run record of this id exists (the run started, or was called off by its id). */
+  private async isRecorded(userId: string, runId: string): Promise<boolean> {
     try {
-      await this.deps.conversations.getRun(shape.userId, shape.runId);
+      await this.deps.conversations.getRun(userId, runId);
       return true;
-    } catch {
-      return false;
+    } catch (error) {
+      if (isVigilError(error) && error.code === 'RUN_NOT_FOUND') return false;
+      throw error;
     }
   }
 
@@ -391,7 +453,7 @@ export class ProtocolRunManager {
   async resume(input: Omit<RunShape, 'runId'> & { step: string; decide: () => Promise<void> }): Promise<InFlight> {
     const { step, decide, ...rest } = input;
     const shape = { ...rest, runId: randomUUID() };
-    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, resumeStep: step }));
+    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, resumeStep: step, owner: this.owner }));
     const { frames, handle, finish } = this.tracker(shape);
     let followed: string | undefined;
     let armed = false;
@@ -452,7 +514,7 @@ export class ProtocolRunManager {
   }
 
   private async record(shape: RunShape): Promise<void> {
-    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id }));
+    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, owner: this.owner }));
   }
 
   private track(shape: RunShape, frames: RunFrames, controller: AbortController, settled: Promise<RunOutcome | undefined>): InFlight {

@@ -216,7 +216,7 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
     let recorded: ProtocolRunRecord | undefined;
     const alsoWithin: AlsoWithinThread = async (within, made) => {
       await store.setThreadMetadata(userId, made.id, {}, new Date().toISOString(), { within });
-      const row = newRunRecord({ runId: randomUUID(), userId, threadId: made.id, agentId: agent.id, metadata, multitaskStrategy: strategy });
+      const row = newRunRecord({ runId: randomUUID(), userId, threadId: made.id, agentId: agent.id, metadata, multitaskStrategy: strategy, owner: runs.owner });
       await store.createRun(row, { within });
       recorded = row;
     };
@@ -353,6 +353,9 @@ export function protocolRunRoutes(context: ProtocolContext, runs: ProtocolRunMan
         frames = new RunFrames(after + 1);
         frames.push('metadata', { run_id: params.run_id, thread_id: params.thread_id, attempt: 1 });
         frames.push('values', await finalValues(userId, params.thread_id));
+        // One that never started says why, as its stream said (the server that had it stopped, …).
+        const ended = ((run.metadata as Json | undefined)?.vigil as Json | undefined)?.error as { code?: unknown; message?: unknown } | null | undefined;
+        if (run.status === 'error' && typeof ended?.code === 'string') frames.push('error', { error: ended.code, message: String(ended.message ?? '') });
         frames.close();
       }
       await writeFrames(request, reply, frames, {
