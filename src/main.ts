@@ -101,7 +101,7 @@ export interface StartOptions {
   /** Test knob: how often runs left `running` by a dead process are looked for (default: VIGIL_RUN_SWEEP_INTERVAL_MS). */
   orphanedRunSweepMs?: number;
   /** Test knob of the LangGraph protocol's streams: the silence before a heartbeat comment (default 15 s). */
-  langgraph?: { heartbeatMs?: number };
+  langgraph?: { heartbeatMs?: number; resumeStartMs?: number };
 }
 
 export interface RunningServer {
@@ -440,6 +440,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         activeRunOf: (threadId) => coordinator.activeRunOf(threadId),
         endOrphanedRun: (run) => orphanedRuns.endIfOrphaned(run),
         ...(options.langgraph?.heartbeatMs !== undefined ? { heartbeatMs: options.langgraph.heartbeatMs } : {}),
+        ...(options.langgraph?.resumeStartMs !== undefined ? { resumeStartMs: options.langgraph.resumeStartMs } : {}),
         describeGraph: async (kind) => {
           const registered = graphs[kind as keyof typeof graphs];
           if (!registered) throw new Error(`no graph of kind "${kind}"`);

@@ -925,6 +925,35 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect((await alice.threads.get(thread.thread_id)).status).toBe('idle');
     });
 
+    it('I16: a resume whose run starts only after the wait for it timed out (the job late) follows that run to its end: wait answers its values and the run says success, not error', { timeout: 60_000 }, async () => {
+      // A server that waits 500 ms for a resume's run before asking what became of its decisions.
+      const quick = await startTestServer(backend(), { models: () => new GatedModel({}), langgraph: { heartbeatMs: 50, resumeStartMs: 500 } });
+      try {
+        const client = new Client({ apiUrl: quick.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
+        const assistant = await client.assistants.create({ graphId: 'chat', name: 'Careful, late' });
+        await quick.services.agents.updateSetting(ALICE.id, assistant.assistant_id, 'tools', { approval: { memory_write: { attended: 'ask' } } });
+        const thread = await client.threads.create();
+        const waiting = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ type: 'human', content: 'note [remember:likes apricots]' }] } })) as Json;
+        expect(waiting.__interrupt__).toHaveLength(1);
+        // The resume job comes 2.5 s after the decisions (a busy queue, a thread held by another run): five waits' worth.
+        const jobs = quick.services.jobs;
+        const schedule = jobs.schedule;
+        jobs.schedule = async (job, options) => schedule.call(jobs, job.queue === APPROVAL_RESUME_QUEUE ? { ...job, dueAt: new Date(job.dueAt.getTime() + 2_500) } : job, options);
+        let runId = '';
+        const resumed = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'approve' }] } }, raiseError: false, onRunCreated: (created) => (runId = created.run_id) })) as Json;
+        jobs.schedule = schedule;
+        // It used to end `error` (RESUME_NOT_STARTED) at the first timeout, and stayed so once the run came and succeeded.
+        expect(resumed.__error__).toBeUndefined();
+        expect(resumed.messages.at(-1)).toMatchObject({ type: 'ai', content: expect.stringContaining('Done:') });
+        expect(await client.runs.get(thread.thread_id, runId)).toMatchObject({ status: 'success' });
+        expect((await client.runs.list(thread.thread_id)).find((listed) => listed.run_id === runId)?.status).toBe('success');
+        expect((await quick.services.memories.list(ALICE.id, assistant.assistant_id, 10)).map((memory) => memory.content)).toEqual(['likes apricots']);
+        expect((await client.threads.get(thread.thread_id)).status).toBe('idle');
+      } finally {
+        await quick.destroy();
+      }
+    });
+
     it("a thread whose last run failed is `error` to get, search and count (the status filter too), until a run succeeds; another user sees none of it (I12)", async () => {
       const tag = randomUUID();
       const { assistant, thread } = await waitingResume('Careful, erring', 'note [remember:likes dates] [fail]', { tag });

@@ -19,8 +19,8 @@ const RUN_END_GRACE_MS = 10_000;
 const CANCELLED_BEFORE_START = { error: 'RUN_CANCELLED', message: 'the run was cancelled before it started' };
 /** How a resume ends when nothing will continue the thread with its decisions. */
 const RESUME_ABANDONED = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but the server stopped before their run started and the thread went on without it: no run will carry them out' };
+const RESUME_OVERTAKEN = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but the thread went on without them: no run will carry them out' };
 const RESUME_UNDECIDED = { code: 'RESUME_NOT_STARTED', message: 'the server stopped before the decisions were recorded: nothing was decided and no run continued the thread; resume again' };
-const RESUME_TIMED_OUT = { code: 'RESUME_NOT_STARTED', message: 'the decisions were recorded, but no run continued the thread in time' };
 /**
  * How a person's message run ends when the server that had it stopped while it waited for
  * its thread (behind another run): the message lived in that process's memory only (it is
@@ -434,6 +434,15 @@ export class ProtocolRunManager {
     return this.isRecorded(shape.userId, shape.runId).catch(() => false);
   }
 
+  /** Resolves once vigil's run is no longer running (checked every FOLLOW_CHECK_MS). */
+  private async untilEnded(userId: string, runId: string): Promise<void> {
+    for (;;) {
+      const run = await this.deps.conversations.getRun(userId, runId).catch(() => undefined);
+      if (run?.status !== 'running') return;
+      await delay(FOLLOW_CHECK_MS, undefined, { ref: false });
+    }
+  }
+
   /** Whether vigil's run record of this id exists (the run started, or was called off by its id). */
   private async isRecorded(userId: string, runId: string): Promise<boolean> {
     try {
@@ -453,7 +462,9 @@ export class ProtocolRunManager {
   async resume(input: Omit<RunShape, 'runId'> & { step: string; decide: () => Promise<void> }): Promise<InFlight> {
     const { step, decide, ...rest } = input;
     const shape = { ...rest, runId: randomUUID() };
-    await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, resumeStep: step, owner: this.owner }));
+    const row = newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, resumeStep: step, owner: this.owner });
+    const { createdAt } = row;
+    await this.deps.store.createRun(row);
     const { frames, handle, finish } = this.tracker(shape);
     let followed: string | undefined;
     let armed = false;
@@ -488,15 +499,37 @@ export class ProtocolRunManager {
             throw error;
           },
         );
-        const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.deps.resumeStartMs ?? 60_000).unref());
-        const result = await Promise.race([done.then(() => 'ended' as const), timeout, stopping]);
-        if (result === 'stopping') {
-          // Nothing written: after the restart the record is reconciled with what happened (the durable resume job starts the run).
-          frames.push('error', { error: 'SERVER_STOPPING', message: 'the server stopped before the run that carries out the decisions ended; join the run again once the server is back' });
-        } else if (result === 'timeout' && followed === undefined) {
-          await this.deps.store.setRunState(shape.runId, 'failed', undefined, RESUME_TIMED_OUT);
-          frames.push('error', { error: RESUME_TIMED_OUT.code, message: RESUME_TIMED_OUT.message });
-        } else if (result !== 'ended') await Promise.race([done, stopping]);
+        // Every resumeStartMs without the run: asked what became of the decisions. While they
+        // wait (the thread busy with another run, a job queue behind), the durable resume job
+        // starts their run later, so this run waits on: ended `failed` at the first timeout, it
+        // stayed `error` after that run started and succeeded.
+        for (;;) {
+          const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.deps.resumeStartMs ?? 60_000).unref());
+          const result = await Promise.race([done.then(() => 'ended' as const), timeout, stopping]);
+          if (result === 'stopping') {
+            // Nothing written: after the restart the record is reconciled with what happened (the durable resume job starts the run).
+            frames.push('error', { error: 'SERVER_STOPPING', message: 'the server stopped before the run that carries out the decisions ended; join the run again once the server is back' });
+            break;
+          }
+          if (result === 'ended') break;
+          if (followed !== undefined) {
+            await Promise.race([done, stopping]);
+            break;
+          }
+          const found = this.deps.continuationOf ? await this.deps.continuationOf(shape.userId, shape.thread.id, step, createdAt) : ({ state: 'gone' } as const);
+          if (found.state === 'waiting') continue;
+          if (found.state === 'continued') {
+            // It started without its run.start reaching this process (lost on the way): linked, and its end awaited.
+            followed = found.runId;
+            await this.deps.store.setRunState(shape.runId, 'started', followed);
+            await Promise.race([done, stopping, this.untilEnded(shape.userId, followed)]);
+            break;
+          }
+          // Nothing will carry the decisions out (the thread went on without them).
+          await this.deps.store.setRunState(shape.runId, 'failed', undefined, RESUME_OVERTAKEN);
+          frames.push('error', { error: RESUME_OVERTAKEN.code, message: RESUME_OVERTAKEN.message });
+          break;
+        }
       } catch (error) {
         const vigilError = toVigilError(error);
         await this.deps.store.setRunState(shape.runId, 'failed', undefined, { code: vigilError.code, message: vigilError.message }).catch(() => undefined);
