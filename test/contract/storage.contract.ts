@@ -210,6 +210,27 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         expect(await protocol.getRun(randomUUID(), ended)).toBeUndefined();
       });
 
+      it("what a page of threads' protocol status is read from, in one call: each thread's newest run and newest protocol run; another user's thread is absent (I12)", async () => {
+        const protocol = new SqlProtocolStore((storage as unknown as SqlStorage).context);
+        const userId = randomUUID();
+        const [quiet, failed, unstarted] = [await newThread(userId), await newThread(userId), await newThread(userId)];
+        const others = await newThread(randomUUID());
+        expect(await protocol.statusFactsOf(userId, [])).toEqual(new Map());
+        // An older run succeeded, the newest failed.
+        await storage.runs.finish((await storage.runs.create(newRun(userId, failed.id, { requestedAt: at(1), startedAt: at(1, 1) }))).id, { status: 'succeeded', endedAt: at(2) });
+        await storage.runs.finish((await storage.runs.create(newRun(userId, failed.id, { requestedAt: at(3), startedAt: at(3, 1) }))).id, { status: 'failed', endedAt: at(4) });
+        // A run that succeeded, then a protocol run that never started.
+        await storage.runs.finish((await storage.runs.create(newRun(userId, unstarted.id, { requestedAt: at(1), startedAt: at(1, 1) }))).id, { status: 'succeeded', endedAt: at(2) });
+        const older = { ...newRunRecord({ runId: randomUUID(), userId, threadId: unstarted.id, agentId: 'agent', metadata: {}, multitaskStrategy: 'reject' }), state: 'started' as const, createdAt: at(1) };
+        const newer = { ...newRunRecord({ runId: randomUUID(), userId, threadId: unstarted.id, agentId: 'agent', metadata: {}, multitaskStrategy: 'enqueue' }), state: 'failed' as const, createdAt: at(5) };
+        for (const row of [older, newer]) await protocol.createRun(row);
+        const facts = await protocol.statusFactsOf(userId, [quiet.id, failed.id, unstarted.id, others.id, randomUUID()]);
+        expect([...facts.keys()].sort()).toEqual([quiet.id, failed.id, unstarted.id].sort());
+        expect(facts.get(quiet.id)).toEqual({ newestRun: null, newestProtocolRun: null, waitingForDecision: false });
+        expect(facts.get(failed.id)).toEqual({ newestRun: { status: 'failed', requestedAt: at(3) }, newestProtocolRun: null, waitingForDecision: false });
+        expect(facts.get(unstarted.id)).toEqual({ newestRun: { status: 'succeeded', requestedAt: at(1) }, newestProtocolRun: { state: 'failed', vigilRunId: null, createdAt: at(5) }, waitingForDecision: false });
+      });
+
       it('lists newest activity first, paging with an opaque cursor', async () => {
         const userId = randomUUID();
         const threads = [];

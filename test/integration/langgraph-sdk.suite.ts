@@ -978,6 +978,55 @@ export function langgraphSdkSuite(backend: () => Backend): void {
       expect(await alice.threads.count({ metadata: { tag }, status: 'idle' })).toBe(1);
     });
 
+    it('threads.search and count read the status of a page of threads in one query, and it is still right: idle, interrupted, error after a failed run and after a run that never started; another user sees none of it (I12)', { timeout: 60_000 }, async () => {
+      const tag = randomUUID();
+      const idle: string[] = [];
+      for (let index = 0; index < 12; index++) {
+        const thread = await alice.threads.create({ metadata: { tag } });
+        await alice.runs.wait(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: `turn ${index}` }] } });
+        idle.push(thread.thread_id);
+      }
+      const { thread: waiting } = await waitingResume('Careful, counted', 'note [remember:likes melons]', { tag });
+      // Its last run failed (the model refused the call after a rejection).
+      const { assistant, thread: failed } = await waitingResume('Careful, counted and failing', 'note [remember:likes cress] [fail]', { tag });
+      await alice.runs.wait(failed.thread_id, assistant.assistant_id, { command: { resume: { decisions: [{ type: 'reject' }] } }, raiseError: false });
+      // Its last run never started (its server went away while it was queued); an earlier run succeeded.
+      const unstarted = await alice.threads.create({ metadata: { tag } });
+      await alice.runs.wait(unstarted.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'before' }] } });
+      const orphan = randomUUID();
+      await new SqlProtocolStore((server.storage as SqlStorage).context).createRun(newRunRecord({ runId: orphan, userId: ALICE.id, threadId: unstarted.thread_id, agentId: 'agent', metadata: {}, multitaskStrategy: 'enqueue', owner: randomUUID() }));
+      expect((await alice.runs.get(unstarted.thread_id, orphan)).status).toBe('error');
+
+      // Every statement the server sends that reads protocol runs, while searching and counting.
+      const executor = (server.storage as SqlStorage).context.db.getExecutor();
+      const execute = executor.executeQuery.bind(executor);
+      let reads = 0;
+      executor.executeQuery = (async (query: Parameters<typeof execute>[0], ...rest: unknown[]) => {
+        if (query.sql.includes('protocol_runs')) reads += 1;
+        return (execute as (...args: unknown[]) => unknown)(query, ...rest);
+      }) as typeof executor.executeQuery;
+      let found: Json[];
+      let counts: number[];
+      try {
+        found = await alice.threads.search({ metadata: { tag }, limit: 100 });
+        counts = [await alice.threads.count({ metadata: { tag }, status: 'error' }), await alice.threads.count({ metadata: { tag }, status: 'idle' }), await alice.threads.count({ metadata: { tag }, status: 'interrupted' })];
+        expect((await alice.threads.search({ metadata: { tag }, status: 'error', sortBy: 'thread_id', sortOrder: 'asc' })).map((thread) => thread.thread_id)).toEqual([failed.thread_id, unstarted.thread_id].sort());
+      } finally {
+        executor.executeQuery = execute;
+      }
+      // 15 threads: one read for the search's page, one per count, one for the filtered search (it was three per thread).
+      expect(reads).toBeLessThanOrEqual(5);
+      const statuses = new Map(found.map((thread) => [thread.thread_id, thread.status]));
+      expect(statuses.size).toBe(15);
+      for (const threadId of idle) expect(statuses.get(threadId)).toBe('idle');
+      expect([statuses.get(waiting.thread_id), statuses.get(failed.thread_id), statuses.get(unstarted.thread_id)]).toEqual(['interrupted', 'error', 'error']);
+      expect(counts).toEqual([2, 12, 1]);
+      expect((await alice.threads.get(unstarted.thread_id)).status).toBe('error');
+      // Another user: nothing found, nothing counted (I12).
+      expect(await bob.threads.search({ metadata: { tag } })).toEqual([]);
+      expect(await bob.threads.count({ metadata: { tag }, status: 'error' })).toBe(0);
+    });
+
     it("useStream's calls: create thread, stream messages-tuple + values, history on reload, join a running stream", async () => {
       const thread = await alice.threads.create();
       const events = await collect(

@@ -1,5 +1,6 @@
-import type { Kysely, Selectable } from 'kysely';
-import type { ProtocolRunError, ProtocolRunRecord, ProtocolRunState, ProtocolStore, WriteOptions } from '../../app/langgraph/protocol-store.js';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { ProtocolRunError, ProtocolRunRecord, ProtocolRunState, ProtocolStore, ThreadStatusFacts, WriteOptions } from '../../app/langgraph/protocol-store.js';
+import type { RunRecord } from '../../app/ports.js';
 import { kyselyTransactionOf } from './timer-repository.js';
 import type { SqlContext, Timestamp } from './database.js';
 import { checkLimit, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase } from './values.js';
@@ -31,7 +32,24 @@ interface ThreadsTable {
   updated_at: Timestamp;
 }
 
-type Tables = { protocol_thread_metadata: ThreadMetadataTable; protocol_runs: ProtocolRunsTable; threads: ThreadsTable };
+/** What thread status reads of vigil's runs and tool approvals (their own repositories own them). */
+interface RunsTable {
+  id: string;
+  thread_id: string;
+  user_id: string;
+  status: string;
+  requested_at: Timestamp;
+  started_at: Timestamp;
+  thread_deleted: number;
+}
+
+interface ToolApprovalsTable {
+  id: string;
+  thread_id: string;
+  status: string;
+}
+
+type Tables = { protocol_thread_metadata: ThreadMetadataTable; protocol_runs: ProtocolRunsTable; threads: ThreadsTable; runs: RunsTable; tool_approvals: ToolApprovalsTable };
 export type ProtocolTables = Pick<Tables, 'protocol_thread_metadata' | 'protocol_runs'>;
 
 /** The LangGraph protocol's own rows (migration 12), on SQLite and PostgreSQL. */
@@ -134,6 +152,53 @@ export class SqlProtocolStore implements ProtocolStore {
   async getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined> {
     const row = await this.#db.selectFrom('protocol_runs').selectAll().where('run_id', '=', runId).where('user_id', '=', userId).executeTakeFirst();
     return row && toRun(row);
+  }
+
+  async statusFactsOf(userId: string, threadIds: readonly string[]): Promise<Map<string, ThreadStatusFacts>> {
+    const facts = new Map<string, ThreadStatusFacts>();
+    if (threadIds.length === 0) return facts;
+    // One row per thread; each subquery reads one index entry (runs_thread_started,
+    // protocol_runs_thread, tool_approvals_pending), as the per-thread reads did.
+    const rows = await this.#db
+      .selectFrom('threads as t')
+      .where('t.user_id', '=', userId)
+      .where('t.id', 'in', [...new Set(threadIds)])
+      .select((eb) => {
+        const newestRun = () =>
+          eb
+            .selectFrom('runs as r')
+            .whereRef('r.thread_id', '=', 't.id')
+            .whereRef('r.user_id', '=', 't.user_id')
+            // Runs of a deleted thread of the same id are records, not this thread's runs.
+            .where('r.thread_deleted', '=', 0)
+            .orderBy('r.started_at', 'desc')
+            .orderBy('r.id', 'desc')
+            .limit(1);
+        const newestProtocolRun = () =>
+          eb.selectFrom('protocol_runs as p').whereRef('p.user_id', '=', 't.user_id').whereRef('p.thread_id', '=', 't.id').orderBy('p.created_at', 'desc').orderBy('p.run_id', 'desc').limit(1);
+        return [
+          't.id',
+          newestRun().select('r.status').as('run_status'),
+          newestRun().select('r.requested_at').as('run_requested_at'),
+          newestProtocolRun().select('p.state').as('protocol_state'),
+          newestProtocolRun().select('p.vigil_run_id').as('protocol_vigil_run_id'),
+          newestProtocolRun().select('p.created_at').as('protocol_created_at'),
+          eb.exists(eb.selectFrom('tool_approvals as a').select(sql<number>`1`.as('one')).whereRef('a.thread_id', '=', 't.id').where('a.status', '=', 'pending')).as('waiting'),
+        ];
+      })
+      .execute();
+    for (const row of rows) {
+      facts.set(row.id, {
+        newestRun: row.run_status != null && row.run_requested_at != null ? { status: row.run_status as RunRecord['status'], requestedAt: isoFromDatabase(row.run_requested_at) } : null,
+        newestProtocolRun:
+          row.protocol_state != null && row.protocol_created_at != null
+            ? { state: row.protocol_state as ProtocolRunState, vigilRunId: row.protocol_vigil_run_id ?? null, createdAt: isoFromDatabase(row.protocol_created_at) }
+            : null,
+        // A boolean on PostgreSQL, 0/1 on SQLite.
+        waitingForDecision: row.waiting === true || Number(row.waiting) === 1,
+      });
+    }
+    return facts;
   }
 
   async listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]> {

@@ -3,7 +3,7 @@
  * runs themselves are vigil's runs (`runs`), started by the run coordinator; a protocol
  * run row adds what the protocol asks for and exists before the run has its thread's lock.
  */
-import type { Iso } from '../ports.js';
+import type { Iso, RunRecord } from '../ports.js';
 import type { StorageTransaction } from '../job-queue.js';
 
 /** `within`: written in that open transaction (the one making the thread it belongs to). */
@@ -50,6 +50,16 @@ export interface ProtocolRunError {
   message: string;
 }
 
+/** What a thread's protocol status is read from (see protocol-threads' statusOf). */
+export interface ThreadStatusFacts {
+  /** The thread's newest vigil run (of any trigger), if any. */
+  newestRun: Pick<RunRecord, 'status' | 'requestedAt'> | null;
+  /** The thread's newest protocol run row, if any. */
+  newestProtocolRun: Pick<ProtocolRunRecord, 'state' | 'vigilRunId' | 'createdAt'> | null;
+  /** Whether tool calls on the thread wait for a person's decision. */
+  waitingForDecision: boolean;
+}
+
 export interface ProtocolStore {
   /** Only the owner's rows (I12). */
   threadMetadata(userId: string, threadId: string): Promise<Record<string, unknown>>;
@@ -70,6 +80,12 @@ export interface ProtocolStore {
   moveRun(runId: string, from: ProtocolRunState, to: ProtocolRunState, error?: ProtocolRunError): Promise<boolean>;
   getRun(userId: string, runId: string): Promise<ProtocolRunRecord | undefined>;
   listRuns(userId: string, threadId: string, options: { limit: number; offset: number }): Promise<ProtocolRunRecord[]>;
+  /**
+   * For each of these threads of the user, in one query: what its status is read from. A
+   * thread id that is not the user's is absent (I12). Thread search and count read a page
+   * of threads at a time with it, rather than three queries per thread.
+   */
+  statusFactsOf(userId: string, threadIds: readonly string[]): Promise<Map<string, ThreadStatusFacts>>;
 }
 
 /** The row of a protocol run about to start: `pending` until it has its thread. */

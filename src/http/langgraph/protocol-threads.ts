@@ -2,7 +2,7 @@ import type { AgentRecord, RunRecord, StoredMessage, ThreadRecord } from '../../
 import { VigilError, isVigilError } from '../../domain/errors.js';
 import { DEFAULT_AGENT_ALIASES, DEFAULT_AGENT_ID } from '../../app/agent-service.js';
 import type { HttpDependencies } from '../http-dependencies.js';
-import type { ProtocolStore } from '../../app/langgraph/protocol-store.js';
+import type { ProtocolStore, ThreadStatusFacts } from '../../app/langgraph/protocol-store.js';
 import { threadMetadata, toInterrupt, toThread, type ThreadStatus } from './convert.js';
 import type { ApprovalRecord } from '../../domain/tools/approval.js';
 import { toMessageDict } from './convert.js';
@@ -80,15 +80,25 @@ async function runningRecordOf(context: ProtocolContext, userId: string, threadI
  * cancelled run is no failure (LangGraph's interrupted run leaves its thread idle).
  */
 export async function threadStatus(context: ProtocolContext, thread: Pick<ThreadRecord, 'id' | 'userId'>): Promise<ThreadStatus> {
-  const threadId = thread.id;
-  // A run of any kind: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
-  if (context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined) return 'busy';
-  const [newest] = await context.deps.conversations.listRuns(thread.userId, threadId, 1);
-  if (newest?.status === 'running') return 'busy';
-  if (context.deps.approvals && (await context.deps.approvals.hasPending(threadId))) return 'interrupted';
+  return (await threadStatuses(context, thread.userId, [thread.id])).get(thread.id) ?? 'idle';
+}
+
+/** The status of each of these threads of the user (see threadStatus), read in one query. */
+export async function threadStatuses(context: ProtocolContext, userId: string, threadIds: readonly string[]): Promise<Map<string, ThreadStatus>> {
+  const facts = await context.store.statusFactsOf(userId, threadIds);
+  // A run of any kind in this process: the protocol's, /api's, or the agent's own (a follow-up, a schedule).
+  const runningHere = (threadId: string) => context.busyThreads().has(threadId) || context.deps.langgraph?.activeRunOf(threadId) !== undefined;
+  return new Map(threadIds.map((threadId) => [threadId, statusOf(runningHere(threadId), facts.get(threadId))]));
+}
+
+function statusOf(runningHere: boolean, facts: ThreadStatusFacts | undefined): ThreadStatus {
+  const newest = facts?.newestRun ?? null;
+  // Running on any instance (its run record says so).
+  if (runningHere || newest?.status === 'running') return 'busy';
+  if (facts?.waitingForDecision === true) return 'interrupted';
   if (newest?.status === 'failed') return 'error';
-  const [row] = await context.store.listRuns(thread.userId, threadId, { limit: 1, offset: 0 });
-  const failedBeforeStart = row?.state === 'failed' && row.vigilRunId === null && (newest === undefined || row.createdAt > newest.requestedAt);
+  const row = facts?.newestProtocolRun ?? null;
+  const failedBeforeStart = row?.state === 'failed' && row.vigilRunId === null && (newest === null || row.createdAt > newest.requestedAt);
   return failedBeforeStart ? 'error' : 'idle';
 }
 

@@ -3,11 +3,14 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VigilError } from '../../domain/errors.js';
 import type { ThreadRecord } from '../../app/ports.js';
-import { countOfCheckpointId, threadMetadata, toMessageDict, toState, toThread } from './convert.js';
+import { countOfCheckpointId, threadMetadata, toMessageDict, toState, toThread, type ThreadStatus } from './convert.js';
 import { anyObject, checkpointParams, createThreadBody, errorBody, getThreadQuery, historyBody, searchThreadsBody, stateQuery, threadIdParams, updateThreadBody } from './protocol-schemas.js';
-import { clientMetadata, containsMetadata, describeThread, findThread, interruptsOf, selectFields, threadStatus, visibleMessages, type ProtocolContext } from './protocol-threads.js';
+import { clientMetadata, containsMetadata, describeThread, findThread, interruptsOf, selectFields, threadStatuses, visibleMessages, type ProtocolContext } from './protocol-threads.js';
 
 type Json = Record<string, unknown>;
+
+/** Threads whose status one query reads (their ids go into one IN list). */
+const STATUS_BATCH = 100;
 
 const countThreadsBody = z.object({ metadata: z.record(z.string(), z.unknown()).optional(), values: z.unknown().optional(), status: z.enum(['idle', 'busy', 'interrupted', 'error']).optional() }).strict();
 
@@ -35,6 +38,16 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
     const count = at ?? messages.length;
     if (count > messages.length) throw new VigilError('CHECKPOINT_NOT_FOUND', `no checkpoint "vigil-${count}" on thread "${threadId}"`);
     return withInterrupt(toState(thread, messages, count, count === messages.length ? await waiting(userId, threadId) : {}));
+  }
+
+  /** The statuses of these threads, one query per STATUS_BATCH of them. */
+  async function statusesOf(userId: string, rows: ReadonlyArray<{ thread: ThreadRecord }>): Promise<Map<string, ThreadStatus>> {
+    const statuses = new Map<string, ThreadStatus>();
+    for (let start = 0; start < rows.length; start += STATUS_BATCH) {
+      const batch = rows.slice(start, start + STATUS_BATCH).map((row) => row.thread.id);
+      for (const [threadId, status] of await threadStatuses(context, userId, batch)) statuses.set(threadId, status);
+    }
+    return statuses;
   }
 
   return async (app) => {
@@ -97,20 +110,25 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       } while (cursor && threads.length < 10_000);
       const ids = body.ids ? new Set(body.ids) : undefined;
       const kinds = new Map((await deps.agents.list(userId)).map((agent) => [agent.id, agent.kind]));
-      const rows: Array<{ thread: ThreadRecord; metadata: Json; status: Awaited<ReturnType<typeof threadStatus>> }> = [];
+      const matching: Array<{ thread: ThreadRecord; metadata: Json }> = [];
       for (const thread of threads) {
         if (ids && !ids.has(thread.id)) continue;
         const metadata = threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId));
         if (body.metadata && !containsMetadata(metadata, body.metadata)) continue;
-        const status = await threadStatus(context, thread);
-        if (body.status && status !== body.status) continue;
-        rows.push({ thread, metadata, status });
+        matching.push({ thread, metadata });
       }
       const key = body.sort_by ?? 'updated_at';
+      // Every matching thread's status when it filters or orders them (one query per 100
+      // threads); otherwise only the page's.
+      const statuses = body.status !== undefined || key === 'status' ? await statusesOf(userId, matching) : new Map<string, ThreadStatus>();
+      const rows = matching.filter((row) => body.status === undefined || statuses.get(row.thread.id) === body.status);
       const order = body.sort_order === 'asc' ? 1 : -1;
-      const value = (row: (typeof rows)[number]) => (key === 'thread_id' ? row.thread.id : key === 'status' ? row.status : key === 'created_at' ? row.thread.createdAt : row.thread.updatedAt);
+      const value = (row: (typeof rows)[number]) => (key === 'thread_id' ? row.thread.id : key === 'status' ? (statuses.get(row.thread.id) ?? '') : key === 'created_at' ? row.thread.createdAt : row.thread.updatedAt);
       rows.sort((a, b) => (value(a) < value(b) ? -order : value(a) > value(b) ? order : 0));
-      const page = rows.slice(body.offset, body.offset + body.limit);
+      const sliced = rows.slice(body.offset, body.offset + body.limit);
+      const missing = sliced.filter((row) => !statuses.has(row.thread.id));
+      for (const [threadId, status] of await statusesOf(userId, missing)) statuses.set(threadId, status);
+      const page = sliced.map((row) => ({ ...row, status: statuses.get(row.thread.id) ?? 'idle' }));
       const found = await Promise.all(
         page.map(async (row) => {
           const messages = await visibleMessages(context, userId, row.thread.id);
@@ -129,11 +147,10 @@ export function protocolThreadRoutes(context: ProtocolContext): FastifyPluginAsy
       let cursor: string | undefined;
       do {
         const page = await deps.conversations.listThreads(userId, { limit: 100, cursor });
-        for (const thread of page.threads) {
-          if (body.metadata && !containsMetadata(threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId)), body.metadata)) continue;
-          if (body.status && (await threadStatus(context, thread)) !== body.status) continue;
-          count += 1;
-        }
+        const matching = page.threads.filter((thread) => !body.metadata || containsMetadata(threadMetadata(thread, stored.get(thread.id) ?? {}, kinds.get(thread.agentId)), body.metadata));
+        // One status query for the page's threads, not three per thread.
+        const statuses = body.status !== undefined ? await threadStatuses(context, userId, matching.map((thread) => thread.id)) : undefined;
+        count += statuses ? matching.filter((thread) => statuses.get(thread.id) === body.status).length : matching.length;
         cursor = page.nextCursor ?? undefined;
       } while (cursor);
       return count;
