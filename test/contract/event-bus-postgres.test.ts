@@ -54,7 +54,7 @@ describePostgres('PostgreSQL event bus (LISTEN/NOTIFY, thread_events)', postgres
         await dropSchema(schema, postgres.url);
       },
     };
-  });
+  }, { cutListener: true });
 });
 
 describePostgres('PostgreSQL event bus: what it keeps in thread_events and thread_event_counters', postgres, () => {

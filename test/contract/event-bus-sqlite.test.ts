@@ -8,7 +8,7 @@ import { eventBusContract } from './event-bus.contract.js';
 eventBusContract('in-process (SQLite, one instance)', async () => {
   const bus = new InProcessEventBus(pino({ level: 'silent' }));
   return { a: bus, b: bus, close: async () => bus.close() };
-});
+}, { cutListener: false });
 
 describe('in-process bus: replay buffers', () => {
   const event = (threadId: string, text: string) => ({ type: 'message.delta' as const, threadId, runId: 'run', at: new Date().toISOString(), messageId: 'm', delta: text });

@@ -67,7 +67,7 @@ async function postgresBackend(): Promise<LogBackend> {
 }
 
 describePostgres('message log: PostgreSQL', postgres, () => {
-  messageLogSuite(postgresBackend);
+  messageLogSuite(postgresBackend, { channelRows: true });
 });
 
 describePostgres('held checkpoint writes: PostgreSQL', postgres, () => {

@@ -31,5 +31,5 @@ describePostgres('singleton roles on PostgreSQL (advisory locks)', postgres, () 
         await b.close();
       },
     };
-  });
+  }, { loseHolder: true });
 });

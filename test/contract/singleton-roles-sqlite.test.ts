@@ -5,4 +5,4 @@ import { singletonRolesContract } from './singleton-roles.contract.js';
 singletonRolesContract('in-process', async () => {
   const roles = new InProcessSingletonRoles();
   return { a: roles, b: roles, close: () => roles.close() };
-});
+}, { loseHolder: false });
