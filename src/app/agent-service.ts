@@ -1,7 +1,7 @@
 import { AUTONOMY_SETTINGS_KEY, autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { systemPromptOverBudget } from '../domain/context/context-settings.js';
 import { VigilError } from '../domain/errors.js';
-import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
+import { toolSettingsInputSchema } from '../domain/tools/tool-settings.js';
 import type { AgentChanges, AgentKind, AgentRecord, Clock, Storage } from './ports.js';
 
 export const DEFAULT_AGENT_ID = 'default';
@@ -102,7 +102,7 @@ export class AgentService {
   async updateSetting(userId: string, agentId: string, key: string, value: unknown): Promise<AgentRecord> {
     if (key === 'tools') {
       // The same validation whatever the entry point (HTTP, CLI, a test): a bad policy never reaches a run.
-      const checked = toolSettingsSchema.safeParse(value);
+      const checked = toolSettingsInputSchema.safeParse(value);
       if (!checked.success) throw new VigilError('VALIDATION_FAILED', `invalid tool settings: ${checked.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`);
     }
     if (key === 'context') {

@@ -3,7 +3,7 @@ import { publicMetadataOf } from '../app/run-coordinator.js';
 import { DEFAULT_AGENT_ALIASES } from '../app/agent-service.js';
 import { autonomyPolicySchema } from '../domain/autonomy/autonomy-policy.js';
 import { contextSettingsSchema } from '../domain/context/context-settings.js';
-import { toolSettingsSchema } from '../domain/tools/tool-settings.js';
+import { toolSettingsInputSchema } from '../domain/tools/tool-settings.js';
 import { storedToolCallViews } from '../domain/tools/tool-call-view.js';
 import type { AgentRecord, MemoryHit, MemoryOrigin, MemoryRecord, RunRecord, StoredMessage, ThreadRecord } from '../app/ports.js';
 import type { ContextReport } from '../domain/context/context-report.js';
@@ -63,7 +63,7 @@ export const createAgentBody = z
     /** The agent's autonomy policy (idle follow-ups); off when omitted. */
     autonomy: autonomyPolicySchema.optional(),
     /** Tool settings, the same shape on every agent kind: approval policy, fetch allow-list, MCP servers, bounds. */
-    tools: toolSettingsSchema.optional(),
+    tools: toolSettingsInputSchema.optional(),
     /** The agent's context settings (budget, answer room, folding), as PUT /api/agents/{id}/context takes them; the server's when omitted. */
     context: contextSettingsSchema.optional(),
   })
@@ -76,7 +76,7 @@ export const updateAgentBody = z
     /** Replaces the agent's autonomy policy, as PUT /api/agents/{id}/autonomy does. */
     autonomy: autonomyPolicySchema.optional(),
     /** Replaces the agent's tool settings (approval policy per tool, fetch, MCP servers, bounds). */
-    tools: toolSettingsSchema.optional(),
+    tools: toolSettingsInputSchema.optional(),
   })
   .strict()
   .refine((value) => Object.keys(value).length > 0, 'nothing to change');

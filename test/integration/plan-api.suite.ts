@@ -54,6 +54,28 @@ export function planApiSuite(backend: () => Backend): void {
     expect((await server.request('PUT', '/api/agents/settings-planner/planner', { token: BOB.token, body: {} })).status).toBe(404);
   });
 
+  it('an MCP header fetch could never send (a pasted "…", a bad name) is refused with 400 on every write path, and nothing is stored', async () => {
+    await plannerAgent('header-planner');
+    const mcpHttp = (headers: Record<string, string>) => ({ search: { transport: 'http', url: 'https://mcp.example.com/mcp', headers } });
+    const before = await server.request('GET', '/api/agents/header-planner/planner');
+    const planner = await server.request('PUT', '/api/agents/header-planner/planner', { body: { mcpServers: mcpHttp({ authorization: 'Bearer …' }) } });
+    expect(planner.status).toBe(400);
+    expect(planner.body.error.code).toBe('VALIDATION_FAILED');
+    expect(planner.body.error.details).toEqual([expect.objectContaining({ path: '/mcpServers/search/headers/authorization' })]);
+    expect((await server.request('GET', '/api/agents/header-planner/planner')).body).toEqual(before.body);
+    const badName = await server.request('PUT', '/api/agents/header-planner/planner', { body: { mcpServers: mcpHttp({ 'bad header': 'x' }) } });
+    expect(badName.status).toBe(400);
+    const patch = await server.request('PATCH', '/api/agents/header-planner', { body: { tools: { mcpServers: mcpHttp({ authorization: 'Bearer \n x' }) } } });
+    expect(patch.status).toBe(400);
+    expect(patch.body.error.details).toEqual([expect.objectContaining({ path: '/tools/mcpServers/search/headers/authorization' })]);
+    const create = await server.request('POST', '/api/agents', { body: { id: 'header-chat', name: 'Chat', tools: { mcpServers: mcpHttp({ authorization: 'Bearer …' }) } } });
+    expect(create.status).toBe(400);
+    expect((await server.request('GET', '/api/agents/header-chat')).status).toBe(404);
+    // Latin-1 and ordinary tokens stay accepted.
+    const fine = await server.request('PUT', '/api/agents/header-planner/planner', { body: { mcpServers: mcpHttp({ authorization: 'Bearer abc.def-123', 'x-note': 'café' }) } });
+    expect(fine.status).toBe(200);
+  });
+
   it('a plan runs from a message, streams its progress events, and is readable by its owner only (I12)', async () => {
     model = fullScript();
     const thread = await plannerAgent('trip-planner');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { HumanMessage } from '@langchain/core/messages';
 import type { Logger } from 'pino';
 import { VigilError } from '../../domain/errors.js';
-import { plannerSettingsOf, plannerSettingsSchema, type PlannerSettings } from '../../domain/planner/planner-settings.js';
+import { plannerSettingsInputSchema, plannerSettingsOf, type PlannerSettings } from '../../domain/planner/planner-settings.js';
 import { plannerSettingsWithTools } from '../../domain/tools/tool-settings.js';
 import type { HeartbeatContext } from '../../domain/planner/planner-state.js';
 import type { RunContext } from '../../domain/run-context.js';
@@ -103,7 +103,7 @@ export class PlanService {
 
   /** Replace the agent's planner settings (validated; defaults filled in). */
   async updateSettings(userId: string, agentId: string, input: unknown): Promise<PlannerSettings> {
-    const parsed = plannerSettingsSchema.safeParse(input);
+    const parsed = plannerSettingsInputSchema.safeParse(input);
     if (!parsed.success) throw new VigilError('VALIDATION_FAILED', parsed.error.issues.map((issue) => `/${issue.path.join('/')} ${issue.message}`).join('; '));
     await this.deps.agents.updateSetting(userId, agentId, 'planner', parsed.data);
     return parsed.data;

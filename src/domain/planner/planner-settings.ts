@@ -93,6 +93,32 @@ export const plannerSettingsSchema = z
   })
   .strict();
 
+/** RFC 9110 token: what an HTTP header name may be. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What fetch can send as a header value: Latin-1, no control characters but tab. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * Refuse MCP server headers that fetch could never send (a name that is no token, a value
+ * with a character beyond Latin-1 such as a pasted "…"): otherwise they are stored and the
+ * server fails at every load with a ByteString error. Checked only where settings are
+ * written (`*InputSchema`), not in the schemas that read stored settings, so settings
+ * stored before the check still load (their server is reported unavailable, as before).
+ */
+export function checkMcpServerHeaders(servers: Record<string, McpServerSettings> | undefined, context: z.RefinementCtx, path: readonly PropertyKey[]): void {
+  for (const [name, server] of Object.entries(servers ?? {})) {
+    if (server.transport !== 'http') continue;
+    for (const [header, value] of Object.entries(server.headers ?? {})) {
+      const at = [...path, name, 'headers', header];
+      if (!HEADER_NAME.test(header)) context.addIssue({ code: 'custom', path: at, message: 'not an HTTP header name' });
+      else if (!HEADER_VALUE.test(value)) context.addIssue({ code: 'custom', path: at, message: 'an HTTP header value may hold Latin-1 characters only, and no control character but tab' });
+    }
+  }
+}
+
+/** Planner settings as a person writes them (PUT …/planner): the stored shape, plus the header check. */
+export const plannerSettingsInputSchema = plannerSettingsSchema.superRefine((settings, context) => checkMcpServerHeaders(settings.mcpServers, context, ['mcpServers']));
+
 export type PlannerSettings = z.infer<typeof plannerSettingsSchema>;
 export type PlannerBudgets = z.infer<typeof plannerBudgetsSchema>;
 export type FetchToolSettings = z.infer<typeof fetchToolSettingsSchema>;

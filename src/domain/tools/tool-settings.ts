@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fetchToolSettingsSchema, mcpServerSchema, plannerSettingsOf, plannerSettingsSchema, type FetchToolSettings, type McpServerSettings, type PlannerSettings } from '../planner/planner-settings.js';
+import { checkMcpServerHeaders, fetchToolSettingsSchema, mcpServerSchema, plannerSettingsOf, plannerSettingsSchema, type FetchToolSettings, type McpServerSettings, type PlannerSettings } from '../planner/planner-settings.js';
 import type { RunTrigger } from '../run-context.js';
 
 /**
@@ -48,6 +48,9 @@ export const toolSettingsSchema = z
     maxIdenticalCalls: z.number().int().min(1).max(20).default(2),
   })
   .strict();
+
+/** Tool settings as a person writes them (agent create and PATCH): the stored shape, plus the MCP header check. */
+export const toolSettingsInputSchema = toolSettingsSchema.superRefine((settings, context) => checkMcpServerHeaders(settings.mcpServers, context, ['mcpServers']));
 
 export type ToolSettingsInput = z.input<typeof toolSettingsSchema>;
 export type ToolSettings = z.infer<typeof toolSettingsSchema> & { fetch: FetchToolSettings; mcpServers: Record<string, McpServerSettings> };

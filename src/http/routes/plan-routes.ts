@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { PlanRecord, ToolCallRecord } from '../../app/plans/plan-ports.js';
 import { PLAN_TOOL_CALL_PAGE, type PlanService } from '../../app/plans/plan-service.js';
-import { plannerSettingsSchema } from '../../domain/planner/planner-settings.js';
+import { plannerSettingsInputSchema, plannerSettingsSchema } from '../../domain/planner/planner-settings.js';
 import type { HttpDependencies } from '../http-dependencies.js';
 import { agentParams, errorBody, idParam, messageDto, runDto, threadParams } from '../schemas.js';
 import { answerRun, wantsEventStream } from '../sse.js';
@@ -199,7 +199,7 @@ export function planRoutes(plans: PlanService, deps: HttpDependencies): FastifyP
           tags: ['plans'],
           description: "Replace the agent's planner settings (budgets, fetch allow-list, MCP servers, overlord); missing keys take their defaults.",
           params: agentParams,
-          body: plannerSettingsSchema,
+          body: plannerSettingsInputSchema,
           response: { 200: plannerSettingsSchema, 400: errorBody, 404: errorBody },
         },
       },
