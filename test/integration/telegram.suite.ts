@@ -246,10 +246,17 @@ export function telegramSuite(backend: () => Backend): void {
       expect(fake.sentTo(1234)).toEqual([]);
     });
 
-    it('I11: a malformed update with the right secret is refused with 400', async () => {
+    it('I11: a malformed update with the right secret is refused with 400, and starts nothing', async () => {
       const response = await post({ message: { text: 'no update id' } }, WEBHOOK_SECRET);
       expect(response.status).toBe(400);
       expect(response.body.error.code).toBe('VALIDATION_FAILED');
+      // An update id, but a message vigil cannot read (no message_id, a chat that is no chat): 400 too, not 500.
+      const before = await aliceThreadCount();
+      const unreadable = await post({ update_id: 9_001, message: { chat: 'nope', text: 'hi' } }, WEBHOOK_SECRET);
+      expect(unreadable.status).toBe(400);
+      expect(unreadable.body.error.code).toBe('VALIDATION_FAILED');
+      expect(unreadable.body.error.details).toEqual(expect.arrayContaining([expect.objectContaining({ path: '/message/message_id' })]));
+      expect(await aliceThreadCount()).toBe(before); // refused before the channel takes it: nothing to wait for
     });
   });
 }

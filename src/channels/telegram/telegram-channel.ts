@@ -181,8 +181,15 @@ export class TelegramChannel {
   /** An update from the webhook route (already authenticated by its secret header). */
   async receiveWebhookUpdate(update: unknown): Promise<void> {
     if (this.ready === undefined || this.stopping) throw new VigilError('INTERNAL', 'the telegram channel is not running');
+    // Refused before anything waits or starts: an update that does not fit what vigil reads is
+    // the sender's error (400), never a server error (a thrown ZodError answered 500).
+    const parsed = telegramUpdateSchema.safeParse(update);
+    if (!parsed.success) {
+      const details = parsed.error.issues.map((issue) => ({ path: `/${issue.path.join('/')}`, message: issue.message }));
+      throw new VigilError('VALIDATION_FAILED', `the Telegram update does not fit: ${details.map((detail) => `${detail.path} ${detail.message}`).join('; ')}`, { details });
+    }
     await this.ready;
-    await this.deps.bot.handleUpdate(telegramUpdateSchema.parse(update) as Parameters<Bot['handleUpdate']>[0]);
+    await this.deps.bot.handleUpdate(parsed.data as Parameters<Bot['handleUpdate']>[0]);
   }
 
   private async receive(raw: unknown): Promise<void> {
