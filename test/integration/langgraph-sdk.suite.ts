@@ -428,6 +428,22 @@ export function langgraphSdkSuite(backend: () => Backend): void {
     });
   });
 
+  describe('store ↔ memory: the default agent\'s aliases', () => {
+    it('namespace ["memories", "agent"] or ["memories", "chat"] is the default agent\'s, as the assistant ids are; answers name it "default"', async () => {
+      const key = randomUUID();
+      await alice.store.putItem(['memories', 'agent'], key, { content: 'Alice keeps bees' });
+      const item = await alice.store.getItem(['memories', 'chat'], key);
+      expect(item).toMatchObject({ namespace: ['memories', 'default'], value: { content: 'Alice keeps bees' } });
+      expect((await alice.store.getItem(['memories', 'default'], key))?.value).toEqual({ content: 'Alice keeps bees' });
+      expect((await alice.store.searchItems(['memories', 'agent'], { query: 'bees' })).items.map((hit) => hit.key)).toEqual([key]);
+      // Another user's "agent" is their own default agent: nothing of Alice's (I12).
+      expect(await statusOf(bob.store.getItem(['memories', 'agent'], key))).toBe(404);
+      expect((await bob.store.searchItems(['memories', 'agent'], { query: 'bees' })).items).toEqual([]);
+      await alice.store.deleteItem(['memories', 'chat'], key);
+      expect(await statusOf(alice.store.getItem(['memories', 'default'], key))).toBe(404);
+    });
+  });
+
   describe('store ↔ memory: content', () => {
     it("a value's content is capped as POST /api/agents/{id}/memories caps it (10,000 characters): longer is 400 VALIDATION_FAILED and writes nothing, a replace included", async () => {
       const assistant = await alice.assistants.create({ graphId: 'chat', name: 'Capped' });

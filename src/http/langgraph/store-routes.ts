@@ -4,12 +4,13 @@ import { VigilError } from '../../domain/errors.js';
 import type { MemoryHit, MemoryRecord } from '../../app/ports.js';
 import { memoryContentSchema } from '../schemas.js';
 import { anyObject, errorBody, uuid } from './protocol-schemas.js';
-import type { ProtocolContext } from './protocol-threads.js';
+import { findAssistant, resolveAssistant, type ProtocolContext } from './protocol-threads.js';
 
 /**
  * The LangGraph store ↔ vigil's long-term memory. vigil keeps memories per (user, agent)
  * as text, so the store's namespace is `["memories", <assistant_id>]`, a key is a memory
  * id (a UUID), and a value is `{ "content": "<text>" }`. Anything else is refused (422).
+ * As everywhere in the protocol, `agent` and `chat` name the default agent (answers name it `default`).
  */
 const NAMESPACE_ROOT = 'memories';
 const label = z.string().min(1).max(128);
@@ -58,7 +59,12 @@ function toItem(memory: MemoryRecord | MemoryHit): Record<string, unknown> {
 export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
   const { deps } = context;
   // By its key (its id), within the namespace's agent, however many newer memories it has.
-  const find = (userId: string, agentId: string, key: string) => deps.memories.get(userId, agentId, key);
+  const find = async (userId: string, assistantId: string, key: string) => {
+    const agent = await findAssistant(context, userId, assistantId);
+    return agent === undefined ? undefined : deps.memories.get(userId, agent.id, key);
+  };
+  /** The agent a write goes to: the default one is made on first use, as a run on it would. */
+  const writeAgentOf = async (userId: string, assistantId: string) => (await resolveAssistant(context, userId, assistantId)).id;
   return async (app) => {
     app.put('/store/items', { schema: { tags: ['langgraph'], body: putBody, response: { 204: z.null(), 404: errorBody, 409: errorBody, 422: errorBody } } }, async (request, reply) => {
       const { userId, body } = request;
@@ -71,7 +77,7 @@ export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
       if (!text.success) throw new VigilError('VALIDATION_FAILED', `value.content: ${text.error.issues.map((issue) => issue.message).join('; ')}`);
       // Added, or the memory with this key replaced, in one write: a reader meanwhile finds the
       // old text or the new, and a key another agent's or user's memory holds is 409 MEMORY_EXISTS (unseen, I12).
-      await deps.memories.put(userId, agentId, text.data, body.key);
+      await deps.memories.put(userId, await writeAgentOf(userId, agentId), text.data, body.key);
       return reply.status(204).send(null);
     });
 
@@ -96,7 +102,9 @@ export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
       if (body.filter !== undefined && Object.keys(body.filter).length > 0) throw new VigilError('UNSUPPORTED_OPTION', 'filtering memories by value fields is not supported (a memory is text); use query');
       const prefix = body.namespace_prefix ?? [];
       if (prefix.length > 2 || (prefix.length > 0 && prefix[0] !== NAMESPACE_ROOT)) return { items: [] };
-      const agentIds = prefix.length === 2 ? [prefix[1]!] : (await deps.agents.list(userId)).map((agent) => agent.id);
+      const named = prefix.length === 2 ? await findAssistant(context, userId, prefix[1]!) : undefined;
+      if (prefix.length === 2 && named === undefined) return { items: [] };
+      const agentIds = named !== undefined ? [named.id] : (await deps.agents.list(userId)).map((agent) => agent.id);
       const items: Array<Record<string, unknown>> = [];
       const window = body.offset + body.limit;
       for (const agentId of agentIds) {
