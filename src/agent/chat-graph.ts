@@ -5,6 +5,7 @@ import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { BaseMessageChunk, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { recallForTurn, type MemoryRecallDependencies, type RecalledMemory } from './memory-recall.js';
 import type { RunnableConfig } from '@langchain/core/runnables';
+import { modelCallConfig } from './model-call-config.js';
 import type { Logger } from 'pino';
 import { NO_QUERY_SOURCE_MESSAGE, skippedQueryLevel, type MemoryQuerySource } from '../domain/memory-query.js';
 import type { ChatModelResolver, MemoryStore } from '../app/ports.js';
@@ -83,7 +84,7 @@ export function buildChatGraph(dependencies: ChatGraphDependencies) {
       const { stage, bytes, dropped, cut } = input.envelope;
       logger.debug({ threadId: run.threadId, runId: run.runId, trigger: run.trigger, stage, bytes, dropped, cut }, 'run envelope shown to the model');
     }
-    const reply = await model.invoke(input.messages, config);
+    const reply = await model.invoke(input.messages, modelCallConfig(config));
     input.observe(reply);
     return { messages: [settledReply(reply)], ...(recall ?? {}), ...(input.update ?? {}) };
   }

@@ -4,6 +4,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import { toJsonSchema } from '@langchain/core/utils/json_schema';
 import { z } from 'zod';
 import { textOf } from '../../domain/message-content.js';
+import { modelCallConfig } from '../model-call-config.js';
 
 /**
  * A decision's messages: sent as they are, or a function that fits them to the agent's
@@ -64,7 +65,7 @@ function structuredRunnable<T>(model: BaseChatModel, schema: z.ZodType<T>, name:
   if (structured) {
     const runnable = structured;
     return async (messages, config) => {
-      const output = (await runnable.invoke(messages, config)) as unknown as { raw: BaseMessage; parsed: unknown };
+      const output = (await runnable.invoke(messages, config && modelCallConfig(config))) as unknown as { raw: BaseMessage; parsed: unknown };
       return { raw: output.raw, parsed: output.parsed ?? undefined };
     };
   }
@@ -72,7 +73,7 @@ function structuredRunnable<T>(model: BaseChatModel, schema: z.ZodType<T>, name:
     `Answer with one JSON object only (no prose, no code fence) for "${name}", matching this JSON schema:\n${JSON.stringify(toJsonSchema(schema))}`,
   );
   return async (messages, config) => {
-    const raw = await model.invoke([...messages, instruction], config);
+    const raw = await model.invoke([...messages, instruction], config && modelCallConfig(config));
     return { raw, parsed: parseJsonObject(textOf(raw.content)) };
   };
 }

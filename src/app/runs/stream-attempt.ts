@@ -1,14 +1,14 @@
-import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { RegisteredGraph } from '../../agent/agent-graph.js';
+import { withModelCallCallbacks } from '../../agent/model-call-config.js';
 import { VigilError } from '../../domain/errors.js';
 import { ReplyTokenHandler } from './reply-token-handler.js';
 
 /**
  * The stream modes a run asks the graph for, and what is done with each. A new mode (e.g.
  * `custom` progress) is one more entry here and one more handler in `AttemptSink`. Model
- * tokens come from the models' callbacks (ReplyTokenHandler), not the `messages` mode.
+ * tokens come from the models' callbacks (ReplyTokenHandler, given to model calls only), not the `messages` mode.
  */
 export const RUN_STREAM_MODES = ['values'] as const;
 
@@ -52,8 +52,8 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
       attempt.abort(stalled);
     }, options.stallTimeoutMs);
   };
+  // Given to the model calls only (modelCallConfig): a graph-wide handler would cost every step's runnables.
   const tokens = new ReplyTokenHandler({ token: watch, replyChunk: (message, callId) => sink.onReplyChunk(message, callId) }, registered.replyNodes);
-  const callbacks = [...callbackList(config.callbacks), tokens];
   let interrupted = false;
   try {
     // durability 'sync': a step's state is streamed only once its checkpoint is written.
@@ -61,7 +61,7 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
     // checkpoint it mirrors; a crash between the two left history ahead of the checkpoint,
     // and the count-based projection then skipped the thread's next message (the
     // crash-safety e2e test lost an accepted webhook delivery so).
-    const stream = await registered.graph.stream(input, { ...config, callbacks, signal: attempt.signal, streamMode: [...RUN_STREAM_MODES], durability: 'sync' });
+    const stream = await registered.graph.stream(input, { ...withModelCallCallbacks(config, [tokens]), signal: attempt.signal, streamMode: [...RUN_STREAM_MODES], durability: 'sync' });
     for await (const [, chunk] of stream as AsyncIterable<[string, unknown]>) {
       clearTimeout(stall); // the step ended: no model is streaming now
       // A node that called interrupt() is announced as `{ __interrupt__: [...] }` (LangGraph's
@@ -81,12 +81,6 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
 function isInterrupt(values: unknown): boolean {
   const interrupts = (values as { __interrupt__?: unknown } | null)?.__interrupt__;
   return Array.isArray(interrupts) && interrupts.length > 0;
-}
-
-/** A run's own callbacks (a tracer) as a list: LangChain also accepts a manager, whose handlers are taken. */
-function callbackList(callbacks: RunnableConfig['callbacks']): BaseCallbackHandler[] {
-  if (callbacks === undefined) return [];
-  return Array.isArray(callbacks) ? [...(callbacks as BaseCallbackHandler[])] : [...callbacks.handlers];
 }
 
 export function messagesOf(values: unknown): BaseMessage[] {

@@ -7,6 +7,7 @@ import { summaryInstruction } from '../planner-prompts.js';
 import type { PlannerStateValue, PlannerUpdate } from '../planner-graph-state.js';
 import type { PlannerRuntime, RunScope } from '../planner-runtime.js';
 import { tokensOf } from '../structured-decision.js';
+import { modelCallConfig } from '../../model-call-config.js';
 
 /**
  * The last node of every run, whatever happened — so the completion event is always
@@ -42,7 +43,7 @@ export function completeNode(runtime: PlannerRuntime) {
     const model = runtime.model(scope);
     if (meta.mode === 'reply' || !plan) {
       const input = await runtime.context.prepare(conversationState(state), scope.run, config, { recalled: recalledOf(meta) });
-      const answer = await model.invoke(input.messages, config);
+      const answer = await model.invoke(input.messages, modelCallConfig(config));
       input.observe(answer);
       return { messages: [asReply(answer, planId ?? null)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, input.messages) }, ...(input.update ?? {}) };
     }
@@ -57,7 +58,7 @@ export function completeNode(runtime: PlannerRuntime) {
       finalReview: meta.finalCriticReason,
     };
     const input = await runtime.context.prepare(conversationState(state), scope.run, config, { systemPrompt: summaryInstruction(scope.run.systemPrompt, outcome) });
-    const answer = await model.invoke(input.messages, config);
+    const answer = await model.invoke(input.messages, modelCallConfig(config));
     input.observe(answer);
     return { messages: [asReply(answer, plan.id)], planner: { tokensUsed: meta.tokensUsed + tokensOf(answer, input.messages) }, ...(input.update ?? {}) };
   };
