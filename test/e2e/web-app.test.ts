@@ -418,6 +418,24 @@ describe.skipIf(!browserAvailable())('web app in a browser', () => {
     await page.close();
   });
 
+  it('memory: "Show older memories" pages the list shown, whatever is typed (not yet searched) in the search box', async () => {
+    const agentId = `typed-${Date.now()}`;
+    expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Typed' } })).status).toBe(201);
+    for (let index = 1; index <= 101; index++) {
+      expect((await server.request('POST', `/api/agents/${agentId}/memories`, { body: { content: `Kept fact ${index}` } })).status).toBe(201);
+    }
+    const page = await signedIn(ALICE.token, 1440, '#memory');
+    await page.getByLabel('Agent').selectOption(agentId);
+    await page.getByText('Kept fact 101', { exact: true }).waitFor();
+    // Typed, not searched: the list on screen is still the newest page, and pages on as such.
+    await page.getByLabel('Search memories').fill('fact');
+    await page.getByRole('button', { name: 'Show older memories' }).click();
+    await page.getByText('Kept fact 1', { exact: true }).waitFor({ timeout: 5_000 });
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await page.locator('li.card').count()).toBe(101);
+    await page.close();
+  });
+
   it('the thread list marks a thread with an unseen autonomous message, and rename and delete work from it', async () => {
     const agentId = `marker-${Date.now()}`;
     expect((await server.request('POST', '/api/agents', { body: { id: agentId, name: 'Marker', autonomy: quickFollowUps(300) } })).status).toBe(201);

@@ -9,35 +9,43 @@ export function MemoryView({ agents }: { agents: Agent[] }) {
   const [agentId, setAgentId] = useState(agents[0]?.id ?? 'default');
   const [query, setQuery] = useState('');
   const [memories, setMemories] = useState<Memory[]>([]);
-  /** Where the list goes on (older memories); null on its last page and for a search (one ranked page). */
-  const [cursor, setCursor] = useState<string | null>(null);
+  /**
+   * Where the list goes on (older memories), and whose list it is; null on its last page and
+   * for a search (one ranked page). It pages the list on screen, not what the search box or
+   * the agent picker say now (a query typed but not searched, another agent still loading).
+   */
+  const [more, setMore] = useState<{ agentId: string; cursor: string } | null>(null);
+  const cursor = more?.agentId === agentId ? more.cursor : null;
   const [loadingMore, setLoadingMore] = useState(false);
   const [error, setError] = useState<string | undefined>();
 
-  const page = (after?: string) => {
-    const q = query.trim() ? `&q=${encodeURIComponent(query.trim())}` : '';
-    const from = after ? `&cursor=${encodeURIComponent(after)}` : '';
-    return api<{ memories: Memory[]; nextCursor: string | null }>('GET', `/api/agents/${encodeURIComponent(agentId)}/memories?limit=${MEMORY_PAGE}${q}${from}`);
+  /** The first page (of the list, or of the search typed), or the list's page after `after`. */
+  const page = (of: string, after?: { agentId: string; cursor: string }) => {
+    // Only a list has a cursor: the API refuses one beside q.
+    const q = !after && query.trim() ? `&q=${encodeURIComponent(query.trim())}` : '';
+    const from = after ? `&cursor=${encodeURIComponent(after.cursor)}` : '';
+    return api<{ memories: Memory[]; nextCursor: string | null }>('GET', `/api/agents/${encodeURIComponent(of)}/memories?limit=${MEMORY_PAGE}${q}${from}`);
   };
   const load = async () => {
+    const of = agentId;
     try {
-      const first = await page();
+      const first = await page(of);
       setMemories(first.memories);
-      setCursor(first.nextCursor);
+      setMore(first.nextCursor ? { agentId: of, cursor: first.nextCursor } : null);
       setError(undefined);
     } catch (failure) {
       setError(failure instanceof Error ? failure.message : String(failure));
       setMemories([]);
-      setCursor(null);
+      setMore(null);
     }
   };
   const showOlder = async () => {
-    if (!cursor || loadingMore) return;
+    if (!more || !cursor || loadingMore) return;
     setLoadingMore(true);
     try {
-      const next = await page(cursor);
+      const next = await page(more.agentId, more);
       setMemories((current) => [...current, ...next.memories]);
-      setCursor(next.nextCursor);
+      setMore(next.nextCursor ? { agentId: more.agentId, cursor: next.nextCursor } : null);
       setError(undefined);
     } catch (failure) {
       setError(failure instanceof Error ? failure.message : String(failure));
