@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { InstancePresence } from '../../app/instance-presence.js';
 
 /** First key of every presence lock: apart from thread locks ("vgl1"), roles ("vgl2"), the migrator's and pg-boss's. */
-const PRESENCE_NAMESPACE = 0x76676c33; // "vgl3"
+export const PRESENCE_NAMESPACE = 0x76676c33; // "vgl3"
 
 export interface PostgresInstancePresenceOptions {
   connectionString: string;
@@ -19,7 +19,7 @@ export interface PostgresInstancePresenceOptions {
 
 /**
  * A process is present while it holds the session advisory lock
- * `pg_advisory_lock(namespace, hashtext(schema:id))` on a connection of its own, taken before
+ * `(namespace, hashtext(schema:id))` (pg_try_advisory_lock) on a connection of its own, taken before
  * it serves anything and held until it stops. A process that dies (kill -9, a crash) loses its
  * session and PostgreSQL releases the lock; another asks with `pg_try_advisory_xact_lock`,
  * which takes a free lock only for its own statement. Should the connection break while the
@@ -32,7 +32,11 @@ export class PostgresInstancePresence implements InstancePresence {
   readonly #options: PostgresInstancePresenceOptions;
   readonly #logger: Logger;
   #client: pg.Client | undefined;
+  /** A connection being opened (or waiting for its lock), not yet #client: close ends it too. */
+  #connecting: pg.Client | undefined;
   #reconnect: NodeJS.Timeout | undefined;
+  /** Reopens failed in a row: the lock can stay refused for as long as the old session lingers. */
+  #failedReopens = 0;
   #closed = false;
 
   private constructor(options: PostgresInstancePresenceOptions) {
@@ -66,8 +70,12 @@ export class PostgresInstancePresence implements InstancePresence {
     clearTimeout(this.#reconnect);
     const client = this.#client;
     this.#client = undefined;
-    // Ending the session releases the lock.
-    await client?.end().catch(() => undefined);
+    // Ending the session releases the lock. One still being opened is ended as well: its
+    // pg_advisory_lock may wait (behind the old session, until the server ends it) for as
+    // long as the database takes, keeping a connection, and the process, open meanwhile.
+    const connecting = this.#connecting;
+    this.#connecting = undefined;
+    await Promise.all([client?.end().catch(() => undefined), connecting?.end().catch(() => undefined)]);
   }
 
   #key(id: string): string {
@@ -85,12 +93,20 @@ export class PostgresInstancePresence implements InstancePresence {
     };
     client.on('error', lost);
     client.on('end', lost);
+    this.#connecting = client;
     try {
       await client.connect();
-      await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [PRESENCE_NAMESPACE, this.#key(this.id)]);
+      // Tried, never waited for: after a break only the client may have noticed, the old
+      // session can hold the lock until the server ends it, and a connection waiting behind
+      // it would outlive close (a backend waiting for a lock does not see its client go).
+      // Taken, the process is present again; refused, it is tried again in retryMs.
+      const taken = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS taken', [PRESENCE_NAMESPACE, this.#key(this.id)]);
+      if (taken.rows[0]?.taken !== true) throw new Error('the presence lock is still held (by the session that was lost, or by a process asking about this one)');
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
+    } finally {
+      if (this.#connecting === client) this.#connecting = undefined;
     }
     if (this.#closed) {
       await client.end().catch(() => undefined);
@@ -103,10 +119,17 @@ export class PostgresInstancePresence implements InstancePresence {
     clearTimeout(this.#reconnect);
     this.#reconnect = setTimeout(() => {
       this.#connect().then(
-        () => this.#logger.info('the presence connection is back'),
+        () => {
+          this.#failedReopens = 0;
+          if (!this.#closed) this.#logger.info('the presence connection is back');
+        },
         (error: unknown) => {
-          this.#logger.warn({ err: error }, 'could not open the presence connection again; trying again');
-          if (!this.#closed) this.#schedule();
+          if (this.#closed) return; // ended by close
+          // Said once, then once a minute or so (at retryMs 1 s), not at every try.
+          this.#failedReopens += 1;
+          const level = this.#failedReopens % 60 === 1 ? 'warn' : 'debug';
+          this.#logger[level]({ err: error, attempts: this.#failedReopens }, 'could not open the presence connection again; trying again');
+          this.#schedule();
         },
       );
     }, this.#options.retryMs ?? 1_000);
