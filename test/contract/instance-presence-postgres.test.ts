@@ -29,8 +29,12 @@ describePostgres('instance presence on PostgreSQL (advisory locks)', postgres, (
       const admin = new pg.Client({ connectionString: postgres.url });
       await admin.connect();
       try {
-        const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [names.get(presence.id)]);
-        if (rowCount !== 1) throw new Error(`expected one presence connection, found ${rowCount}`);
+        const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [names.get(presence.id)]);
+        if (rows.length !== 1) throw new Error(`expected one presence connection, found ${rows.length}`);
+        await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+        // pg_terminate_backend only signals: until the session has ended it still holds the
+        // lock, and the process would look present without ever having come back.
+        await waitFor(async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid])).rowCount === 0, 10_000, 'the broken session to end');
       } finally {
         await admin.end();
       }
