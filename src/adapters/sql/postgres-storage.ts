@@ -66,6 +66,7 @@ export async function openPostgresStorage(options: {
     await Promise.all([db.destroy(), checkpointer.end()]);
   };
   try {
+    await requireUtf8(db);
     await migrate(db, { dialect: 'postgres', logger: options.logger, schema, alsoUnderLock: () => checkpointer.setup() });
   } catch (error) {
     await release().catch(() => undefined);
@@ -83,4 +84,16 @@ export async function openPostgresStorage(options: {
  */
 function watch(pool: pg.Pool, logger: Logger, purpose: string): void {
   pool.on('error', (error) => logger.warn({ err: error, pool: purpose }, 'PostgreSQL connection lost; it will be replaced'));
+}
+
+/**
+ * Memory search folds text with normalize() (migration 24), which PostgreSQL runs only in a
+ * UTF8 database: in another one every memory written would fail (a 500), and migration 24
+ * itself once memories exist. Refused here, before anything is created, saying what to do.
+ */
+async function requireUtf8(db: Kysely<Database>): Promise<void> {
+  const { rows } = await sql<{ encoding: string }>`SELECT current_setting('server_encoding') AS encoding`.execute(db);
+  const encoding = rows[0]?.encoding;
+  if (encoding === 'UTF8') return;
+  throw new VigilError('CONFIG_INVALID', `the PostgreSQL database is ${encoding ?? 'of an unknown encoding'}, and vigil needs a UTF8 one: create it with ENCODING 'UTF8' (createdb -E UTF8 -T template0 …) and point DATABASE_URL at it`);
 }
