@@ -297,6 +297,13 @@ export class RunCoordinator {
         if (lease.yieldRequested.aborted) preempt();
         else lease.yieldRequested.addEventListener('abort', preempt, { once: true });
       }
+      // Deleted while the run waited (a deletion holds the thread, see withThreadCleared; one
+      // through another instance does not call this run off): nothing of the run is written,
+      // which would bring the thread's checkpoint back. Asked before the admission too, which
+      // writes (a protocol run's claim, a check-in's fire) and would answer for a thread that
+      // is gone (a protocol run's row, gone with it, refused its claim: "its server stopped").
+      const gone = () => new VigilError('THREAD_NOT_FOUND', `no thread "${context.threadId}"`);
+      if (request.admit && !(await this.deps.storage.threads.get(context.userId, context.threadId))) throw gone();
       let input = request.input;
       if (request.admit) {
         const admission = await request.admit(context, controller.signal);
@@ -304,10 +311,9 @@ export class RunCoordinator {
         if (admission.input !== undefined) input = admission.input;
       }
       if (this.stopping) throw new VigilError('RUN_CANCELLED', STOPPING_REASON);
-      // Deleted while the run waited (a deletion holds the thread, see withThreadCleared):
-      // nothing of the run is written, which would bring the thread's checkpoint back.
+      // Read after the admission, which may have written to the thread.
       const thread = await this.deps.storage.threads.get(context.userId, context.threadId);
-      if (!thread) throw new VigilError('THREAD_NOT_FOUND', `no thread "${context.threadId}"`);
+      if (!thread) throw gone();
       // From here its record is written by `execute`, whether it runs or is cancelled at once.
       entry.started = true;
       const outcome = await this.execute(request, registered, controller, input, thread.messageCount);

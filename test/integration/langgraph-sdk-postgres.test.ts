@@ -7,6 +7,8 @@ import { ALICE, BOB, startTestServer, type TestServer } from '../helpers/test-se
 import { waitFor } from '../helpers/wait-for.js';
 import { GatedModel, collect, langgraphSdkSuite } from './langgraph-sdk.suite.js';
 import { APPROVAL_RESUME_QUEUE } from '../../src/app/approvals/approval-service.js';
+import { LOCK_NAMESPACE } from '../../src/adapters/locks/postgres-thread-locks.js';
+import pg from 'pg';
 
 type Json = Record<string, any>;
 
@@ -196,5 +198,52 @@ describePostgres('LangGraph protocol across two instances on one PostgreSQL data
     expect(interrupting.messages.at(-1).content).toBe('Echo: third');
     expect((await onFirst!.runs.get(thread.thread_id, held.run_id)).status).toBe('interrupted');
     GatedModel.held.splice(0);
+  });
+});
+
+describePostgres('LangGraph protocol: a thread deleted through one instance while a run waits for it on the other', postgres, () => {
+  let first: TestServer;
+  let second: TestServer;
+  let admin: pg.Client;
+  const place = { dataDir: '', schema: randomSchemaName() };
+
+  beforeAll(async () => {
+    place.dataDir = await makeTempDir();
+    first = await startTestServer({ kind: 'postgres', url: postgres.url }, { models: () => new GatedModel({}), place, langgraph: { heartbeatMs: 50 } });
+    second = await startTestServer({ kind: 'postgres', url: postgres.url }, { models: () => new GatedModel({}), place, langgraph: { heartbeatMs: 50 } });
+    admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await second?.close();
+    await first?.destroy();
+  });
+
+  it("I11: a run waiting for its thread on one instance while the thread is deleted through the other ends THREAD_NOT_FOUND, not RUN_NOT_STARTED ('its server stopped'); nothing of it is added", async () => {
+    const onFirst = new Client({ apiUrl: first.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } });
+    const thread = await onFirst.threads.create();
+    const key = [LOCK_NAMESPACE, `${place.schema}:${thread.thread_id}`] as const;
+    // Sessions waiting for the thread's lock (pg_locks keeps an advisory lock's second key as an oid).
+    const waiting = async () =>
+      Number((await admin.query<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1 AND objid = (hashtext($2)::bigint & 4294967295)::oid", [...key])).rows[0]!.n);
+    // The thread is held (as by a run on a third instance): first the deletion queues for it
+    // (through the second instance), then a person's run (through the first).
+    await admin.query('SELECT pg_advisory_lock($1, hashtext($2))', [...key]);
+    let released = false;
+    try {
+      const deleted = second.request('DELETE', `/threads/${thread.thread_id}`);
+      await waitFor(async () => (await waiting()) === 1, 10_000, 'the deletion to wait for the thread');
+      const run = await onFirst.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'too late' }] } });
+      const streamed = collect(onFirst.runs.joinStream(thread.thread_id, run.run_id, { streamMode: ['values'] }));
+      await waitFor(async () => (await waiting()) === 2, 10_000, 'the run to wait for the thread behind the deletion');
+      await admin.query('SELECT pg_advisory_unlock($1, hashtext($2))', [...key]);
+      released = true;
+      expect((await deleted).status).toBe(204);
+      expect((await streamed).at(-1)).toMatchObject({ event: 'error', data: { error: 'THREAD_NOT_FOUND' } });
+      expect(await first.services.conversations.getRun(ALICE.id, run.run_id).catch((error: { code?: string }) => error.code)).toBe('RUN_NOT_FOUND');
+    } finally {
+      if (!released) await admin.query('SELECT pg_advisory_unlock($1, hashtext($2))', [...key]);
+    }
   });
 });

@@ -6,7 +6,7 @@ import { InProcessThreadLocks, type ThreadLease, type ThreadLockService, untilCa
 import { PostgresListener } from '../sql/postgres-listener.js';
 
 /** First key of every thread lock: keeps them apart from other advisory locks (the migrator's, pg-boss's). */
-const LOCK_NAMESPACE = 0x76676c31; // "vgl1"
+export const LOCK_NAMESPACE = 0x76676c31; // "vgl1"
 const YIELD_CHANNEL = 'vigil_thread_yield';
 /** A yield request is honoured by leases granted up to this long after it was sent (clock skew between instances). */
 const YIELD_SKEW_MS = 2_000;
