@@ -71,6 +71,37 @@ export function checkInRunsSuite(backend: () => Backend): void {
       }
     });
 
+    it("I5, I7: a check-in fired and charged by a process that died before its run was recorded is run on redelivery, once, and its one model call is charged once", async () => {
+      const server = await startTestServer(backend());
+      try {
+        const context = (server.storage as SqlStorage).context;
+        const timers = new SqlTimerRepository(context);
+        const now = new Date();
+        const day = localDay(now, 'UTC');
+        // What a check-in's run costs when nothing goes wrong: the same for the recovered one.
+        const usual = await setUp(server);
+        await server.services.checkIns.schedule({ userId: ALICE.id, agentId: usual.agentId, threadId: usual.threadId, runId: 'r0' }, { inSeconds: 0.2, reason: 'ask how the move went' });
+        await waitFor(async () => (await runsOf(server, usual.threadId)).some((run) => run.trigger === 'check_in' && run.status === 'succeeded'), 20_000, 'the usual check-in to run');
+        const cost = await timers.modelCallsUsed(ALICE.id, usual.agentId, day);
+        expect(cost).toBeGreaterThan(0);
+
+        const { agentId, threadId } = await setUp(server);
+        const checkIn = await server.services.checkIns.schedule({ userId: ALICE.id, agentId, threadId, runId: 'r0' }, { inSeconds: 300, reason: 'ask how the move went' });
+        // What the process that died left: the check-in marked fired and its call charged (one
+        // transaction), then nothing: it died before its run was recorded, no model was called.
+        const firing = await new SqlCheckInRepository(context).fire(checkIn.id, { runId: 'run-of-a-dead-process', firedAt: now.toISOString() }, now.toISOString(), (within) =>
+          timers.reserveModelCalls(ALICE.id, agentId, day, 1, policy.modelCallsPerDay, { within }),
+        );
+        expect(firing.outcome).toBe('fired');
+        // Its job, delivered again after the crash.
+        await server.services.checkIns.fire({ id: 'again', queue: CHECK_IN_QUEUE, key: checkIn.id, dueAt: checkIn.dueAt, attempt: 2, payload: { checkInId: checkIn.id } });
+        expect((await runsOf(server, threadId)).filter((run) => run.trigger === 'check_in').map((run) => run.status)).toEqual(['succeeded']);
+        expect(await timers.modelCallsUsed(ALICE.id, agentId, day)).toBe(cost);
+      } finally {
+        await server.destroy();
+      }
+    });
+
     it("I5, I7: a check-in the person cancels while it is being admitted is not fired and uses none of the agent's daily model-call budget", async () => {
       const server = await startTestServer(backend());
       try {

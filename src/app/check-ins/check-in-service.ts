@@ -147,7 +147,9 @@ export class CheckInService {
     log.warn({ previousRunId: current.runId, turn }, 'recovering a check-in whose run was cut short');
     // The checkpoint has the whole turn, or a person spoke since: kept, or moot.
     if (turn === 'answered' || turn === 'superseded') return { admitted: false, reason: `turn_${turn}` };
-    if (!(await reserveModelCall(timers, log, owner.policy, current, now, 'check-in recovery'))) {
+    // The fire charged one call. No run recorded: its process died before the run began, no
+    // model was called, and that charge pays for this call; charged again, one call counted twice.
+    if (previous !== undefined && !(await reserveModelCall(timers, log, owner.policy, current, now, 'check-in recovery'))) {
       await repository.transition(current.id, 'fired', 'skipped', { stateReason: 'budget' }, now.toISOString());
       return { admitted: false, reason: 'budget' };
     }
