@@ -235,6 +235,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const graphs = { chat: { graph: chatGraph, replyNodes: new Set([RESPOND_NODE]), endReason: toolLoopEndReason }, planner: plannerGraph };
     const lockTarget = { storage, databaseUrl: config.databaseUrl, schema: config.databaseSchema, logger, listener };
     locks = await openThreadLocks(lockTarget);
+    const threadLocks = locks;
     tracing = config.otelEndpoint ? startOtelTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName, serviceVersion: packageVersion() }) : undefined;
     const runTracer = tracing?.tracer;
     const coordinator = new RunCoordinator({
@@ -437,6 +438,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       langgraph: {
         store: protocolStore,
         presence: instancePresence,
+        threadHeld: async (threadId) => {
+          const lease = await threadLocks.tryAcquire(threadId);
+          await lease?.release();
+          return lease === undefined;
+        },
         activeRunOf: (threadId) => coordinator.activeRunOf(threadId),
         endOrphanedRun: (run) => orphanedRuns.endIfOrphaned(run),
         ...(options.langgraph?.heartbeatMs !== undefined ? { heartbeatMs: options.langgraph.heartbeatMs } : {}),

@@ -66,6 +66,8 @@ export interface HttpDependencies {
     store: ProtocolStore;
     /** Which server processes still run (the owners of queued protocol runs). */
     presence: InstancePresence;
+    /** Whether a run of any instance holds the thread's lock now (the run claimed by an owner taken for gone). */
+    threadHeld: (threadId: string) => Promise<boolean>;
     /** The run in progress on a thread, of any trigger (the run coordinator's view). */
     activeRunOf: (threadId: string) => string | undefined;
     /** Ends a run its process left `running` (nothing holds its thread), as the periodic sweep would; true when it did. */

@@ -9,6 +9,7 @@ import { GatedModel, collect, langgraphSdkSuite } from './langgraph-sdk.suite.js
 import { APPROVAL_RESUME_QUEUE } from '../../src/app/approvals/approval-service.js';
 import { LOCK_NAMESPACE } from '../../src/adapters/locks/postgres-thread-locks.js';
 import pg from 'pg';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 
 type Json = Record<string, any>;
 
@@ -244,6 +245,67 @@ describePostgres('LangGraph protocol: a thread deleted through one instance whil
       expect(await first.services.conversations.getRun(ALICE.id, run.run_id).catch((error: { code?: string }) => error.code)).toBe('RUN_NOT_FOUND');
     } finally {
       if (!released) await admin.query('SELECT pg_advisory_unlock($1, hashtext($2))', [...key]);
+    }
+  });
+});
+
+describePostgres('LangGraph protocol: a run claimed by a live instance that another takes for gone', postgres, () => {
+  const instanceId = `claim-${randomUUID().slice(0, 8)}`;
+  let first: TestServer;
+  let second: TestServer;
+  let admin: pg.Client;
+
+  beforeAll(async () => {
+    const place = { dataDir: await makeTempDir(), schema: randomSchemaName() };
+    first = await startTestServer({ kind: 'postgres', url: postgres.url }, { models: () => new GatedModel({}), place, environment: { VIGIL_INSTANCE_ID: instanceId } });
+    second = await startTestServer({ kind: 'postgres', url: postgres.url }, { models: () => new GatedModel({}), place });
+    admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await second?.close();
+    await first?.destroy();
+  });
+
+  it("a run its instance has claimed (it holds the thread) is not ended RUN_NOT_STARTED by another instance while the first's presence connection is away; it runs, and says so", async () => {
+    const [onFirst, onSecond] = [first, second].map((server) => new Client({ apiUrl: server.url, apiKey: ALICE.token, callerOptions: { maxRetries: 0 } })) as [Client, Client];
+    const thread = await onFirst.threads.create();
+    // The first instance stops right after its claim (pending → claimed), before its run is recorded.
+    let claimed!: () => void;
+    const atClaim = new Promise<void>((resolve) => (claimed = resolve));
+    let goOn!: () => void;
+    const gate = new Promise<void>((resolve) => (goOn = resolve));
+    const executor = (first.storage as SqlStorage).context.db.getExecutor();
+    const execute = executor.executeQuery.bind(executor);
+    executor.executeQuery = (async (query: Parameters<typeof execute>[0], ...rest: unknown[]) => {
+      const result = await (execute as (...args: unknown[]) => Promise<unknown>)(query, ...rest);
+      if (query.sql.startsWith('update "protocol_runs"') && query.parameters[0] === 'claimed') {
+        claimed();
+        await gate;
+      }
+      return result;
+    }) as typeof executor.executeQuery;
+    try {
+      const run = await onFirst.runs.create(thread.thread_id, 'agent', { input: { messages: [{ type: 'human', content: 'claimed' }] } });
+      await atClaim;
+      // Its presence connection breaks (the process lives on): another instance may take it for gone.
+      const presence = async () => (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [`vigil-presence ${instanceId}`])).rows;
+      const [session] = await presence();
+      await admin.query('SELECT pg_terminate_backend($1)', [session!.pid]);
+      await waitFor(async () => (await presence()).length === 0, 10_000, "the first instance's presence session to end");
+      const seen = await onSecond.runs.get(thread.thread_id, run.run_id);
+      // Asked while the first instance was away (its presence comes back a second later), or the case proves nothing.
+      expect(await presence()).toEqual([]);
+      expect(seen.status).toBe('pending');
+      goOn();
+      await onFirst.runs.join(thread.thread_id, run.run_id);
+      expect((await onSecond.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+      const state = await onSecond.threads.getState(thread.thread_id);
+      expect((state.values as Json).messages.map((message: Json) => message.content)).toEqual(['claimed', 'Echo: claimed']);
+    } finally {
+      goOn();
+      executor.executeQuery = execute;
     }
   });
 });

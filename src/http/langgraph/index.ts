@@ -23,6 +23,7 @@ export function langgraphRoutes(deps: HttpDependencies, version: string): Fastif
     events: deps.events,
     store: options.store,
     presence: options.presence,
+    threadHeld: options.threadHeld,
     logger: deps.logger,
     visibleMessages: (userId, threadId) => visibleMessages(context, userId, threadId),
     interrupts: (userId, threadId) => interruptsOf(context, userId, threadId),

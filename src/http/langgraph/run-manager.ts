@@ -61,6 +61,11 @@ export interface RunManagerDependencies {
   activeRunOf: (threadId: string) => string | undefined;
   /** Which server processes still run: the owner of a queued run that is gone never starts it. */
   presence: InstancePresence;
+  /**
+   * Whether a run (of any instance) holds the thread's lock now. A run `claimed` holds it
+   * until its run is recorded, so its owner is running it whatever its presence says.
+   */
+  threadHeld: (threadId: string) => Promise<boolean>;
   /** What became of a decided step (ApprovalService.continuationOf); absent without approvals. */
   continuationOf?: (userId: string, threadId: string, messageId: string, since: string) => Promise<{ state: 'continued'; runId: string } | { state: 'waiting' | 'undecided' | 'gone' }>;
 }
@@ -172,6 +177,11 @@ export class ProtocolRunManager {
       await this.deps.store.moveRun(row.runId, 'claimed', 'started');
       return { ...row, state: 'started' };
     }
+    // Claimed, its owner holds the thread until the run is recorded: an owner whose presence
+    // connection is only away is about to run it (its claim is not asked again), and ended
+    // here it would be said never to start ("send it again") and then run, message and all.
+    // Only a free thread means the claim's process is gone.
+    if (row.state === 'claimed' && (await this.deps.threadHeld(row.threadId))) return row;
     if (await this.deps.store.moveRun(row.runId, row.state, 'failed', RUN_NOT_STARTED)) return { ...row, state: 'failed', error: RUN_NOT_STARTED };
     return (await this.deps.store.getRun(row.userId, row.runId)) ?? row;
   }
