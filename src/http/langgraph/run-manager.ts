@@ -560,7 +560,13 @@ export class ProtocolRunManager {
     await this.deps.store.createRun(newRunRecord({ ...shape, threadId: shape.thread.id, agentId: shape.agent.id, owner: this.owner }));
   }
 
-  private track(shape: RunShape, frames: RunFrames, controller: AbortController, settled: Promise<RunOutcome | undefined>): InFlight {
+  private track(shape: RunShape, frames: RunFrames, controller: AbortController, ending: Promise<RunOutcome | undefined>): InFlight {
+    // A write of the run's end that failed (the database away) is logged, never left as an
+    // unhandled rejection, which would end the process with every run in it.
+    const settled = ending.catch((error: unknown) => {
+      this.deps.logger.error({ err: error, runId: shape.runId }, 'a protocol run could not record its end');
+      return undefined;
+    });
     const run: InFlight = { runId: shape.runId, userId: shape.userId, threadId: shape.thread.id, frames, controller, settled };
     this.inFlight.set(shape.runId, run);
     void settled.then(() => {
