@@ -73,8 +73,9 @@ export async function runCli(argv: readonly string[], environment: Record<string
     // Run by an older Node (a global install, `node bin/vigil.js`), a command would fail on
     // what that Node lacks ("No such built-in module: node:sqlite", "WebSocket is not
     // defined"). Say what is wrong instead; doctor still runs, to report it among its checks.
-    program.hook('preSubcommand', (_program, subcommand) => {
-      if (subcommand.name() !== 'doctor') refuseOldNode(nodeVersion);
+    // preAction: a command's --help still answers (it runs no action).
+    program.hook('preAction', (_program, action) => {
+      if (action.name() !== 'doctor') refuseOldNode(nodeVersion);
     });
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {
