@@ -59,10 +59,9 @@ function toItem(memory: MemoryRecord | MemoryHit): Record<string, unknown> {
 export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
   const { deps } = context;
   // By its key (its id), within the namespace's agent, however many newer memories it has.
-  const find = async (userId: string, assistantId: string, key: string) => {
-    const agent = await findAssistant(context, userId, assistantId);
-    return agent === undefined ? undefined : deps.memories.get(userId, agent.id, key);
-  };
+  /** The agent a read names: an alias of the default agent is that agent; an id no agent has stays as it is (AGENT_NOT_FOUND, as for any id). */
+  const readAgentOf = async (userId: string, assistantId: string) => (await findAssistant(context, userId, assistantId))?.id ?? assistantId;
+  const find = async (userId: string, assistantId: string, key: string) => deps.memories.get(userId, await readAgentOf(userId, assistantId), key);
   /** The agent a write goes to: the default one is made on first use, as a run on it would. */
   const writeAgentOf = async (userId: string, assistantId: string) => (await resolveAssistant(context, userId, assistantId)).id;
   return async (app) => {
@@ -102,9 +101,7 @@ export function storeRoutes(context: ProtocolContext): FastifyPluginAsyncZod {
       if (body.filter !== undefined && Object.keys(body.filter).length > 0) throw new VigilError('UNSUPPORTED_OPTION', 'filtering memories by value fields is not supported (a memory is text); use query');
       const prefix = body.namespace_prefix ?? [];
       if (prefix.length > 2 || (prefix.length > 0 && prefix[0] !== NAMESPACE_ROOT)) return { items: [] };
-      const named = prefix.length === 2 ? await findAssistant(context, userId, prefix[1]!) : undefined;
-      if (prefix.length === 2 && named === undefined) return { items: [] };
-      const agentIds = named !== undefined ? [named.id] : (await deps.agents.list(userId)).map((agent) => agent.id);
+      const agentIds = prefix.length === 2 ? [await readAgentOf(userId, prefix[1]!)] : (await deps.agents.list(userId)).map((agent) => agent.id);
       const items: Array<Record<string, unknown>> = [];
       const window = body.offset + body.limit;
       for (const agentId of agentIds) {
