@@ -118,8 +118,7 @@ export class SqlProtocolStore implements ProtocolStore {
       // Only the process that ends a run writes its end: read, then written with the state.
       const row = await this.#db.selectFrom('protocol_runs').select('metadata').where('run_id', '=', runId).executeTakeFirst();
       if (row === undefined) return;
-      const stored = fromStored(row.metadata);
-      metadata = encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error, owner: stored.owner }));
+      metadata = withError(row.metadata, error);
     }
     await this.#db
       .updateTable('protocol_runs')
@@ -134,9 +133,8 @@ export class SqlProtocolStore implements ProtocolStore {
     if (error !== undefined) {
       const row = await this.#db.selectFrom('protocol_runs').select(['metadata', 'state']).where('run_id', '=', runId).executeTakeFirst();
       if (row === undefined || row.state !== from) return false;
-      const stored = fromStored(row.metadata);
       before = row.metadata;
-      metadata = encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error, owner: stored.owner }));
+      metadata = withError(row.metadata, error);
     }
     // The state decides; the metadata read with it is written back only if nobody changed it since.
     let update = this.#db
@@ -232,6 +230,12 @@ function withInternal(metadata: Record<string, unknown>, internal: { resumeStep:
     ...(internal.owner !== null ? { owner: internal.owner } : {}),
   };
   return Object.keys(kept).length > 0 ? { ...metadata, [INTERNAL_KEY]: kept } : metadata;
+}
+
+/** Stored metadata with why its run ended, the rest of vigil's part kept. */
+function withError(text: string, error: ProtocolRunError): string {
+  const stored = fromStored(text);
+  return encodeJson(withInternal(stored.metadata, { resumeStep: stored.resumeStep, error, owner: stored.owner }));
 }
 
 function fromStored(text: string): { metadata: Record<string, unknown>; resumeStep: string | null; error: ProtocolRunError | null; owner: string | null } {
