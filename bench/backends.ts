@@ -1,30 +1,25 @@
 /** The two storage backends, opened the way main.ts opens them, in throw-away places. */
 import { join } from 'node:path';
-import type { CheckpointCacheStats } from '../src/adapters/sql/checkpoint-cache.js';
 import { openPostgresStorage, openSqliteStorage } from '../src/adapters/storage-factory.js';
-import type { Storage } from '../src/app/ports.js';
+import type { SqlStorage } from '../src/adapters/sql/sql-storage.js';
 import type { BenchOptions } from './types.js';
 import { analyzeSchema, benchSchema, postgresCheckpointCount, postgresTableBytes, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, sqliteTableBytes, tempDir } from './util.js';
 
 export type BackendName = 'sqlite' | 'postgres';
 
+/** A thread's checkpoints in vigil's thread store (LangGraph's savers keep them in `checkpoints`). */
+const VIGIL_CHECKPOINTS = 'thread_checkpoints c JOIN thread_keys k ON k.key = c.thread_key';
+
 export interface OpenedStorage {
-  storage: Storage;
+  storage: SqlStorage;
   /** Bytes the database holds now (SQLite: file + WAL after a WAL checkpoint; PostgreSQL: the schema's tables). */
   bytes(): Promise<number>;
   /** Refresh the planner's statistics, as autovacuum would within a minute (PostgreSQL; a no-op on SQLite). */
   analyze(): Promise<void>;
   /** Checkpoints saved for the thread. */
   checkpoints(threadId: string): Promise<number>;
-  /** Checkpoint reads answered by vigil's checkpoint cache so far. */
-  cacheHits(): number;
   /** Bytes each table holds now, with its indexes (SQLite: pages, from dbstat; PostgreSQL: pg_total_relation_size). */
   tableBytes(): Promise<Map<string, number>>;
-}
-
-function cacheHitsOf(storage: Storage): () => number {
-  const saver = storage.checkpointer as { cacheStats?: () => CheckpointCacheStats };
-  return () => saver.cacheStats?.().hits ?? 0;
 }
 
 export function backendsOf(options: BenchOptions): BackendName[] {
@@ -40,8 +35,7 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
       storage,
       bytes: () => sqliteBytes(file),
       analyze: async () => undefined,
-      checkpoints: (threadId) => sqliteCheckpointCount(file, threadId),
-      cacheHits: cacheHitsOf(storage),
+      checkpoints: (threadId) => sqliteCheckpointCount(file, threadId, VIGIL_CHECKPOINTS),
       tableBytes: () => sqliteTableBytes(file),
     };
   }
@@ -54,8 +48,7 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
     storage,
     bytes: () => schemaBytes(url, schema),
     analyze: () => analyzeSchema(url, schema),
-    checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId),
-    cacheHits: cacheHitsOf(storage),
+    checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId, VIGIL_CHECKPOINTS),
     tableBytes: () => postgresTableBytes(url, schema),
   };
 }

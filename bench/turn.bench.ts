@@ -43,7 +43,6 @@ import { InProcessEventBus } from '../src/adapters/events/in-process-event-bus.j
 import { DEMO_MODEL_NAME, DemoChatModel } from '../src/adapters/llm/demo-chat-model.js';
 import { RESPOND_NODE, buildChatGraph, type ChatStateValue } from '../src/agent/chat-graph.js';
 import { runConfig, type RunSettings } from '../src/agent/run-settings.js';
-import { toStoredMessage } from '../src/app/message-projection.js';
 import { TokenCounter } from '../src/agent/context/token-counter.js';
 import { adoptMessage } from '../src/agent/message-identity.js';
 import type { AgentRecord } from '../src/app/ports.js';
@@ -60,7 +59,7 @@ const P99_TABLE = 'turn latency p99 (ms)';
 const BYTES_TABLE =
   'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the schema\'s tables), the raw JSON of the turn\'s new messages, and growth ÷ that';
 const CHECKPOINTS_TABLE =
-  'checkpoints saved and read (saver.getTuple) per turn, and reads vigil\'s checkpoint cache answered; LangGraph\'s SqliteSaver stores the whole message list in each, its PostgresSaver re-stores changed channels; vigil\'s refer to the message log';
+  'checkpoints saved and read (saver.getTuple) per turn; LangGraph\'s SqliteSaver stores the whole message list in each, its PostgresSaver re-stores changed channels; vigil\'s refer to the thread\'s message rows';
 const TARGETS_TABLE =
   'issue 10 targets: 2,000 msgs langgraph ÷ vigil p50 (≥ 15), vigil 10,000 ÷ 100 p50 (≤ 1.5), worst vigil growth ÷ new JSON (≤ 2), 10 msgs vigil ÷ langgraph p50 (≤ 1), vigil p50 at 2,000 (ms; ≤ 10 SQLite, ≤ 20 PostgreSQL)';
 const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
@@ -87,8 +86,6 @@ export interface TurnHarness {
   checkpoints(): Promise<number>;
   /** Checkpoint reads (saver.getTuple calls) so far, all threads. */
   reads(): number;
-  /** Of those, the ones the checkpoint cache answered (vigil only; LangGraph's savers have none). */
-  cacheHits?(): number;
 }
 
 interface SizePlan {
@@ -179,8 +176,6 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
     const checkpointsAfter = new Map<Variant, number>();
     const readsBefore = new Map<Variant, number>();
     const readsAfter = new Map<Variant, number>();
-    const hitsBefore = new Map<Variant, number>();
-    const hitsAfter = new Map<Variant, number>();
     for (const harness of active) await guarded(harness, () => harness.seed(size));
     // Each variant warms up and then runs its measured turns in a block of its own. Turns
     // interleaved across variants charged one variant's garbage to another: LangGraph's savers
@@ -193,7 +188,6 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
         bytesBefore.set(harness.variant, await harness.bytes());
         checkpointsBefore.set(harness.variant, await harness.checkpoints());
         readsBefore.set(harness.variant, harness.reads());
-        if (harness.cacheHits) hitsBefore.set(harness.variant, harness.cacheHits());
         for (let index = plan.warmup; index < turnCount; index++) {
           const start = performance.now();
           await harness.turn(index);
@@ -202,7 +196,6 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
         bytesAfter.set(harness.variant, await harness.bytes());
         checkpointsAfter.set(harness.variant, await harness.checkpoints());
         readsAfter.set(harness.variant, harness.reads());
-        if (harness.cacheHits) hitsAfter.set(harness.variant, harness.cacheHits());
       });
     }
     // Every turn adds the person's message and the reply: anything else means lost state.
@@ -239,12 +232,6 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
       rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} checkpoints`, value: round(saved, 2), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} saved` } });
       const reads = (readsAfter.get(variant)! - readsBefore.get(variant)!) / turns;
       rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} reads`, value: round(reads, 1), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} read` } });
-      const hitsStart = hitsBefore.get(variant);
-      const hitsEnd = hitsAfter.get(variant);
-      if (hitsStart !== undefined && hitsEnd !== undefined) {
-        const hits = (hitsEnd - hitsStart) / turns;
-        rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} cache hits`, value: round(hits, 1), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} cached` } });
-      }
     }
     const base = p50.get('langgraph');
     for (const variant of ['vigil', 'delta', 'exit'] as const) {
@@ -284,7 +271,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
 // ---------- vigil: the coordinator, the chat graph, the projection ----------
 
 export async function vigilHarness(options: BenchOptions, backend: BackendName): Promise<TurnHarness> {
-  const { storage, bytes, checkpoints, cacheHits, tableBytes } = await openBenchStorage(options, backend, 'turn-vigil');
+  const { storage, bytes, checkpoints, tableBytes } = await openBenchStorage(options, backend, 'turn-vigil');
   const reads = countReads(storage.checkpointer);
   const model = new DemoChatModel({ tokenDelayMs: 0 });
   const graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models: () => model, logger: silentLogger });
@@ -313,17 +300,14 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       // A connected client: every event goes somewhere, as in a live session.
       events.subscribe(threadId, () => void delivered++);
       if (size === 0) return;
-      // Grow the checkpoint in one invoke (size - 1 messages in, the reply out), then
-      // project exactly that state, as the coordinator would have turn by turn.
+      // Grow the checkpoint in one invoke (size - 1 messages in, the reply out): the saver
+      // writes the thread's history with it, as it would have turn by turn.
       // A thread this long has had its older messages folded into the conversation summary
       // turn by turn; seeded without one, the first turns would each fold a slice of the
       // backlog (a summary model call per turn), which no long-lived thread does.
       // Replies adopted as they would have been (I13), so the coverage names their ids in state.
       const seedMessages = conversation(size - 1, size).map(adoptMessage);
       const state = (await graph.invoke({ messages: seedMessages, ...caughtUpSummary(seedMessages) }, runConfig(settings('seed')))) as ChatStateValue;
-      const at = now();
-      const rows = state.messages.map((message) => toStoredMessage(message, 'seed', at));
-      for (let start = 0; start < rows.length; start += 500) await storage.threads.appendMessages(threadId, rows.slice(start, start + 500), at);
       const thread = await storage.threads.get(USER, threadId);
       if (thread?.messageCount !== size || state.messages.length !== size) {
         throw new Error(`seeding ${size}: state ${state.messages.length}, projection ${thread?.messageCount}`);
@@ -359,7 +343,6 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
     tableBytes,
     checkpoints: () => checkpoints(threadId),
     reads,
-    cacheHits,
   };
 }
 

@@ -153,19 +153,20 @@ export async function sqliteTableBytes(file: string): Promise<Map<string, number
   }
 }
 
-/** Checkpoints LangGraph saved for a thread (the savers' own `checkpoints` table). */
-export async function sqliteCheckpointCount(file: string, threadId: string): Promise<number> {
+/** Checkpoints saved for a thread: `from` names the saver's table(s), with the thread's id as `thread_id` (LangGraph's savers: `checkpoints`). */
+export async function sqliteCheckpointCount(file: string, threadId: string, from = 'checkpoints'): Promise<number> {
   const connection = openNodeSqlite(file, { readOnly: true });
   try {
-    return (connection.prepare('SELECT count(*) AS count FROM checkpoints WHERE thread_id = ?').get(threadId) as { count: number }).count;
+    return (connection.prepare(`SELECT count(*) AS count FROM ${from} WHERE thread_id = ?`).get(threadId) as { count: number }).count;
   } finally {
     connection.close();
   }
 }
 
-export async function postgresCheckpointCount(url: string, schema: string, threadId: string): Promise<number> {
+export async function postgresCheckpointCount(url: string, schema: string, threadId: string, from = 'checkpoints'): Promise<number> {
   return withClient(url, async (client) => {
-    const result = await client.query<{ count: string }>(`SELECT count(*) AS count FROM ${client.escapeIdentifier(schema)}.checkpoints WHERE thread_id = $1`, [threadId]);
+    await client.query(`SET search_path TO ${client.escapeIdentifier(schema)}`);
+    const result = await client.query<{ count: string }>(`SELECT count(*) AS count FROM ${from} WHERE thread_id = $1`, [threadId]);
     return Number(result.rows[0]?.count ?? 0);
   });
 }

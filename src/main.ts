@@ -353,10 +353,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         events,
         clock,
         logger,
-        syncProjection: async (run) => {
-          const agent = await storage.agents.get(run.userId, run.agentId);
-          return agent ? coordinator.syncProjection(agent, contextOfRun(run), run.id) : [];
-        },
+        messagesOfRun: (run) => storage.threads.messagesOfRun(run.userId, run.threadId, run.id),
       },
       { intervalMs: options.orphanedRunSweepMs ?? config.runSweepIntervalMs },
     );

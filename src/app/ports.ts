@@ -3,6 +3,7 @@
  * src/adapters implement them; one contract suite (test/contract) runs every adapter
  * against the same cases, on SQLite and on PostgreSQL.
  */
+import type { BaseMessage } from '@langchain/core/messages';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import type { Visibility } from '../domain/message-metadata.js';
 import type { RunStatus, RunTrigger } from '../domain/run-context.js';
@@ -71,10 +72,10 @@ export interface NewThread {
   title: string | null;
 }
 
-/** A message as the projection stores it: the LangChain message's serialisable fields. */
+/** A message as history returns it: the LangChain message's serialisable fields, tool calls as their redacted view. */
 export interface StoredMessage {
   threadId: string;
-  seq: number; // 0-based position in the thread's message list
+  seq: number; // its number in the thread's store: increasing in thread order, with gaps
   id: string; // LangChain message id
   type: string; // 'human' | 'ai' | 'system' | 'tool'
   content: unknown; // string or array of content blocks, stored as JSON
@@ -122,19 +123,16 @@ export interface ThreadRepository {
   /** Indexed by user, newest activity first; never a scan of checkpoints. */
   list(userId: string, options: { limit: number; cursor?: string | undefined }): Promise<ThreadPage>;
   /**
-   * Append messages after the thread's current last seq, atomically with the thread's
-   * counters. Idempotent: a message whose id is already stored for the thread is skipped.
-   * Returns the messages actually stored.
-   */
-  appendMessages(threadId: string, messages: NewStoredMessage[], now: Iso): Promise<StoredMessage[]>;
-  /**
-   * A page of the projection, newest page first; `visibility: 'user'` hides internal ones
+   * A page of the thread's history, newest page first (history is written by the checkpoint
+   * saver, with the checkpoint holding its messages and the thread's counters); `visibility: 'user'` hides internal ones
    * (I2), `'internal'` lists only them. Only the owner's thread answers (I12): another
    * user gets an empty page. `fromSeq` bounds the page below (inclusive).
    */
   history(userId: string, threadId: string, options: HistoryOptions): Promise<MessagePage>;
-  /** Whether the thread's projection holds a message that this run added; false for another user's thread (I12). */
+  /** Whether the thread's history holds a message that this run added; false for another user's thread (I12). */
   hasMessagesOfRun(userId: string, threadId: string, runId: string): Promise<boolean>;
+  /** The messages this run added to the thread's history, in order; none for another user's thread (I12). */
+  messagesOfRun(userId: string, threadId: string, runId: string): Promise<StoredMessage[]>;
   /** Set the title; undefined when the thread is not the user's (I12). */
   rename(userId: string, threadId: string, title: string | null): Promise<ThreadRecord | undefined>;
   /**
@@ -257,9 +255,36 @@ export interface MemoryStore {
  */
 export const HOLD_SUPERSEDED_WRITES = 'vigil_hold_superseded_writes';
 
+/**
+ * Set (true) with HOLD_SUPERSEDED_WRITES by a run whose input is a message: the checkpoint
+ * after the step that applied the input is held too, its messages written at once (see
+ * held-checkpoint-writes.ts). The run must first take the thread's unapplied messages.
+ */
+export const HOLD_INPUT_STEP = 'vigil_hold_input_step';
+
+/**
+ * Set in a run's configurable: what the saver records with the messages the run adds to the
+ * thread's history, and who it tells once they are stored (in the transaction that stores
+ * the checkpoint holding them).
+ */
+export const HISTORY_SINK = 'vigil_history_sink';
+
+export interface HistorySink {
+  runId: string | null;
+  /** The time recorded for the messages history shows from now (ISO). */
+  now(): Iso;
+  /** The messages history now shows, in order, as history returns them. */
+  onStored?(messages: StoredMessage[]): void;
+}
+
 export interface CheckpointSettling {
   /** A run's attempt on the thread ended: store what the saver still holds for it. */
   settle?(threadId: string): Promise<void>;
+  /**
+   * Messages the thread's history shows that no stored checkpoint holds: accepted by a run
+   * whose process ended before the checkpoint holding them was stored (HOLD_INPUT_STEP).
+   */
+  unappliedMessages?(threadId: string): Promise<BaseMessage[]>;
 }
 
 // ---------- storage as a whole ----------

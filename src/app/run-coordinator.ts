@@ -9,7 +9,7 @@ import type { VigilEvent } from '../domain/events.js';
 import type { RunContext } from '../domain/run-context.js';
 import type { AgentKind, AgentRecord, Clock, EventBus, RunRecord, Storage, StoredMessage } from './ports.js';
 import { resolveRunMeta } from './run-meta.js';
-import { MessageProjector } from './runs/message-projector.js';
+import { MessageAnnouncer } from './runs/message-announcer.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './runs/retry-policy.js';
 import { RunExecution } from './runs/run-execution.js';
 import type { RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
@@ -17,7 +17,7 @@ import { messagesOf } from './runs/stream-attempt.js';
 import { InProcessThreadLocks, type ThreadLease, type ThreadLockService } from './thread-lock.js';
 
 export type { Admission, RunDeclined, RunEndEvent, RunEndHook, RunOutcome, RunRequest } from './runs/run-request.js';
-export { publicMetadataOf } from './runs/message-projector.js';
+export { publicMetadataOf } from './runs/message-announcer.js';
 
 export interface RunCoordinatorDependencies {
   storage: Storage;
@@ -72,8 +72,9 @@ interface ActiveRun {
 
 /**
  * Starts runs: takes the thread's lock (one run per thread, I8), records the run, drives
- * the graph while streaming events, keeps the message projection in step, and always
- * ends with `run.end` — after success, error or cancel.
+ * the graph while streaming events (the saver stores history with each checkpoint and tells
+ * the run, which announces it), and always ends with `run.end` — after success, error or
+ * cancel.
  */
 export class RunCoordinator {
   private readonly locks: ThreadLockService;
@@ -90,7 +91,7 @@ export class RunCoordinator {
   private readonly clearing = new Set<AbortController>();
   private readonly runEndHooks: RunEndHook[] = [];
   private readonly retry: RetryPolicy;
-  private readonly projector: MessageProjector;
+  private readonly announcer: MessageAnnouncer;
   /** Runs between taking and releasing their thread's lock (admission, run, hooks). */
   private critical = 0;
   private stopping = false;
@@ -98,7 +99,7 @@ export class RunCoordinator {
   constructor(private readonly deps: RunCoordinatorDependencies) {
     this.locks = deps.locks ?? new InProcessThreadLocks();
     this.retry = { ...DEFAULT_RETRY_POLICY, ...(deps.modelRetries !== undefined ? { maxRetries: deps.modelRetries } : {}), ...(deps.retryBackoffMs !== undefined ? { backoffMs: deps.retryBackoffMs } : {}), ...(deps.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: deps.maxRetryAfterMs } : {}) };
-    this.projector = new MessageProjector({ storage: deps.storage, clock: deps.clock, logger: deps.logger, emit: (event) => this.emit(event) });
+    this.announcer = new MessageAnnouncer({ logger: deps.logger, emit: (event) => this.emit(event) });
   }
 
   /**
@@ -252,8 +253,8 @@ export class RunCoordinator {
   /**
    * Start a run: take the thread's lock (I8; a person's message first asks an
    * autonomous run holding it to yield), let `admit` decide, record the run, drive the
-   * graph while streaming events, retry a failing model a bounded number of times, keep
-   * the projection in step, and always end with `run.end`.
+   * graph while streaming events, retry a failing model a bounded number of times, and
+   * always end with `run.end`.
    */
   async tryRun(request: RunRequest): Promise<RunOutcome | RunDeclined> {
     const { context, agent } = request;
@@ -316,7 +317,7 @@ export class RunCoordinator {
       if (!thread) throw gone();
       // From here its record is written by `execute`, whether it runs or is cancelled at once.
       entry.started = true;
-      const outcome = await this.execute(request, registered, controller, input, thread.messageCount);
+      const outcome = await this.execute(request, registered, controller, input);
       await this.afterRun({ context, agent, outcome, supersededByPerson: lease.yieldRequested.aborted, signal: lease.yieldRequested });
       return outcome;
     } finally {
@@ -350,14 +351,13 @@ export class RunCoordinator {
    * The run itself, in named steps (see RunExecution): record and announce it, drive the
    * graph with bounded retries, record how it ended, and always announce the end.
    */
-  private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null, projectionCount: number): Promise<RunOutcome> {
+  private async execute(request: RunRequest, registered: RegisteredGraph, controller: AbortController, input: TaskInput | null): Promise<RunOutcome> {
     const modelSpec = request.agent.model ?? this.deps.defaultModel;
     const execution = new RunExecution(
-      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, projector: this.projector, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec), callbacks: this.deps.runCallbacks, modelInputs: this.deps.modelInputs },
+      { storage: this.deps.storage, clock: this.deps.clock, logger: this.deps.logger, announcer: this.announcer, retry: this.retry, stallTimeoutMs: this.deps.modelStallTimeoutMs, emit: (event) => this.emit(event), modelSpec, modelName: this.deps.modelLabel(modelSpec), callbacks: this.deps.runCallbacks, modelInputs: this.deps.modelInputs },
       request,
       registered,
       controller,
-      projectionCount,
     );
     try {
       const run = await execution.startRun(input === null);
@@ -417,14 +417,6 @@ export class RunCoordinator {
     const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: agent.model ?? this.deps.defaultModel }));
     if ((state.tasks ?? []).some((task) => (task.interrupts ?? []).length > 0)) return 'waiting';
     return (state.next ?? []).length > 0 ? 'unanswered' : 'answered';
-  }
-
-  /** Bring the thread's projection in step with its checkpoint (after a crash left it behind). */
-  async syncProjection(agent: AgentRecord, context: RunContext, runId: string | null): Promise<StoredMessage[]> {
-    const registered = this.deps.graphs[agent.kind];
-    if (!registered) return [];
-    const state = await registered.graph.getState(runConfig({ ...placeholderSettings(context), model: agent.model ?? this.deps.defaultModel }));
-    return this.projector.project(context, messagesOf(state.values), runId ?? context.runId);
   }
 
   private emit(event: VigilEvent): void {

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NodeSqliteSaver } from '../../src/adapters/sql/checkpoint-sqlite-base.js';
+import { sql } from 'kysely';
 import { openSqliteStorage, openStorage } from '../../src/adapters/storage-factory.js';
-import type { NewStoredMessage } from '../../src/app/ports.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.js';
+import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { storageContract } from './storage.contract.js';
 
 const logger = pino({ level: 'silent' });
@@ -28,16 +28,19 @@ describe('SQLite storage', () => {
   storageContract('SQLite', () => openStorage({ dataDir: join(dataDir!, 'data'), logger }));
 });
 
-// SQLite only: Kysely and the SqliteSaver share one connection, so a checkpoint write
+// SQLite only: Kysely and the checkpoint saver share one connection, so a checkpoint write
 // must never join (and roll back with) one of our transactions.
 describe('SQLite storage: shared connection', () => {
   it('keeps checkpoints written while a transaction rolls back', async () => {
     const storage = await openSqliteStorage({ file: ':memory:', logger });
     try {
       const thread = await storage.threads.create({ id: randomUUID(), userId: randomUUID(), agentId: 'agent', title: null }, new Date().toISOString());
-      // Fails at the INSERT (CHECK on visibility), after the transaction's first reads.
-      const bad = { id: randomUUID(), type: 'human', content: 'x', additionalKwargs: {}, responseMetadata: {}, visibility: 'bogus', runId: null, createdAt: new Date().toISOString(), preview: 'x', isRealUserMessage: true };
-      const append = storage.threads.appendMessages(thread.id, [bad as unknown as NewStoredMessage], new Date().toISOString());
+      // Writes, reads, then fails at an INSERT (a thread id taken): all of it rolls back.
+      const append = storage.context.transaction(async (trx) => {
+        await trx.updateTable('threads').set({ title: 'renamed' }).where('id', '=', thread.id).execute();
+        await trx.selectFrom('threads').selectAll().execute();
+        await trx.insertInto('threads').values({ id: thread.id, user_id: 'x', agent_id: 'x', title: null, created_at: '', updated_at: '', last_user_activity_at: null, visible_count: 0, last_visible_preview: null, last_visible_at: null, message_count: 0 }).execute();
+      });
       // Checkpoint writes started at every microtask offset, so some fall inside the transaction.
       const configs = Array.from({ length: 30 }, () => ({ configurable: { thread_id: randomUUID(), checkpoint_ns: '' } }));
       const puts = configs.map(async (config, ticks) => {
@@ -47,7 +50,7 @@ describe('SQLite storage: shared connection', () => {
       await expect(append).rejects.toThrow();
       await Promise.all(puts);
       for (const config of configs) expect(await storage.checkpointer.getTuple(config)).toBeDefined();
-      expect(await storage.threads.get(thread.userId, thread.id)).toMatchObject({ messageCount: 0 });
+      expect(await storage.threads.get(thread.userId, thread.id)).toMatchObject({ title: null });
     } finally {
       await storage.close();
     }
@@ -62,10 +65,10 @@ describe('openStorage', () => {
       const storage = await openStorage({ dataDir, databaseUrl: '', logger });
       try {
         expect(storage.kind).toBe('sqlite');
-        const saver = storage.checkpointer as NodeSqliteSaver;
-        expect(saver.db.location()).toBe(join(dataDir, 'vigil.sqlite'));
-        expect(saver.db.prepare('PRAGMA journal_mode').get()).toMatchObject({ journal_mode: 'wal' });
-        expect(saver.db.prepare('PRAGMA busy_timeout').get()?.timeout).toBeGreaterThan(0);
+        const db = (storage as SqlStorage).context.db;
+        expect((await sql<{ file: string }>`SELECT file FROM pragma_database_list WHERE name = 'main'`.execute(db)).rows[0]?.file).toBe(join(dataDir, 'vigil.sqlite'));
+        expect((await sql`PRAGMA journal_mode`.execute(db)).rows[0]).toMatchObject({ journal_mode: 'wal' });
+        expect((await sql<{ timeout: number }>`PRAGMA busy_timeout`.execute(db)).rows[0]?.timeout).toBeGreaterThan(0);
       } finally {
         await storage.close();
       }

@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewAgent, NewRun, NewStoredMessage, Storage, StoredMessage } from '../../src/app/ports.js';
+import type { NewAgent, NewRun, Storage, StoredMessage } from '../../src/app/ports.js';
+import { projectMessage } from '../../src/app/message-projection.js';
+import { agentSays, appendToHistory, personSays, systemSays } from '../helpers/thread-history.js';
 import { SqlHookRepository } from '../../src/adapters/sql/hook-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlProtocolStore } from '../../src/adapters/sql/protocol-repository.js';
@@ -28,39 +30,6 @@ function newAgent(userId: string, id: string = randomUUID()): NewAgent {
     model: null,
     settings: { autonomy: { enabled: true, maxFollowUps: 2 }, memory: { enabled: false } },
   };
-}
-
-function message(overrides: Partial<NewStoredMessage> = {}): NewStoredMessage {
-  return {
-    id: randomUUID(),
-    type: 'human',
-    content: 'hello',
-    additionalKwargs: {},
-    responseMetadata: {},
-    visibility: 'user',
-    runId: null,
-    createdAt: at(0),
-    preview: 'hello',
-    isRealUserMessage: true,
-    ...overrides,
-  };
-}
-
-/** An agent reply: visible, but not user activity. */
-function reply(text: string, createdAt: string): NewStoredMessage {
-  return message({ type: 'ai', content: text, preview: text, createdAt, isRealUserMessage: false });
-}
-
-/** A system-written message in a person's role (I1): internal, never user activity. */
-function synthetic(text: string, createdAt: string): NewStoredMessage {
-  return message({
-    content: text,
-    preview: text,
-    createdAt,
-    visibility: 'internal',
-    isRealUserMessage: false,
-    additionalKwargs: { synthetic: true, trigger_type: 'check_in' },
-  });
 }
 
 function newRun(userId: string, threadId: string, overrides: Partial<NewRun> = {}): NewRun {
@@ -236,7 +205,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const threads = [];
         for (let minute = 0; minute < 5; minute++) threads.push(await newThread(userId, at(minute)));
         // Activity on the oldest thread moves it to the front.
-        await storage.threads.appendMessages(threads[0]!.id, [message()], at(10));
+        await appendToHistory(storage, threads[0]!.id, [personSays()], { at: at(10) });
 
         const seen: string[] = [];
         let cursor: string | undefined;
@@ -286,7 +255,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         const intruder = randomUUID();
         await storage.agents.create(newAgent(owner, 'helper'), at(0));
         const thread = await newThread(owner);
-        await storage.threads.appendMessages(thread.id, [message()], at(1));
+        await appendToHistory(storage, thread.id, [personSays()], { at: at(1) });
         const run = await storage.runs.create(newRun(owner, thread.id));
         const memory = await storage.memories.add({ userId: owner, agentId: 'helper' }, { id: randomUUID(), content: 'The secret word is pineapple', origin: { by: 'api' } }, at(2));
 
@@ -307,54 +276,68 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
       });
     });
 
-    describe('appendMessages', () => {
-      it('assigns seq 0, 1, 2, … across appends and returns what it stored', async () => {
+    describe('history, written with the checkpoints', () => {
+      it('numbers messages in thread order across checkpoints, and tells the run what it stored', async () => {
         const thread = await newThread(randomUUID());
-        const first = await storage.threads.appendMessages(thread.id, [message(), reply('hi', at(1))], at(1));
-        expect(first.map((stored) => stored.seq)).toEqual([0, 1]);
+        const first = await appendToHistory(storage, thread.id, [personSays(), agentSays('hi')], { at: at(1) });
+        expect(first).toHaveLength(2);
+        expect(first[1]!.seq).toBeGreaterThan(first[0]!.seq);
         expect(first.every((stored) => stored.threadId === thread.id)).toBe(true);
-        const second = await storage.threads.appendMessages(thread.id, [message({ createdAt: at(2) })], at(2));
-        expect(second.map((stored) => stored.seq)).toEqual([2]);
-        expect(await storage.threads.appendMessages(thread.id, [], at(3))).toEqual([]);
+        const second = await appendToHistory(storage, thread.id, [personSays('again')], { at: at(2) });
+        expect(second[0]!.seq).toBeGreaterThan(first[1]!.seq);
+        expect(await appendToHistory(storage, thread.id, [], { at: at(3) })).toEqual([]);
+        const all = await storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 10 });
+        expect(all.messages).toEqual([...first, ...second]);
       });
 
-      it('hasMessagesOfRun: true once a message of the run is stored, for the owner only (I12)', async () => {
+      it('hasMessagesOfRun and messagesOfRun: the messages a run added, for the owner only (I12)', async () => {
         const userId = randomUUID();
         const thread = await newThread(userId);
         const runId = randomUUID();
         expect(await storage.threads.hasMessagesOfRun(userId, thread.id, runId)).toBe(false);
-        await storage.threads.appendMessages(thread.id, [message({ runId: randomUUID() })], at(1));
+        await appendToHistory(storage, thread.id, [personSays()], { at: at(1), runId: randomUUID() });
         expect(await storage.threads.hasMessagesOfRun(userId, thread.id, runId)).toBe(false);
-        await storage.threads.appendMessages(thread.id, [message({ runId, createdAt: at(2) })], at(2));
+        const added = await appendToHistory(storage, thread.id, [personSays('mine'), agentSays('yours')], { at: at(2), runId });
         expect(await storage.threads.hasMessagesOfRun(userId, thread.id, runId)).toBe(true);
+        expect(await storage.threads.messagesOfRun(userId, thread.id, runId)).toEqual(added);
         expect(await storage.threads.hasMessagesOfRun(randomUUID(), thread.id, runId)).toBe(false);
+        expect(await storage.threads.messagesOfRun(randomUUID(), thread.id, runId)).toEqual([]);
       });
 
-      it('skips messages already stored (idempotent replay) and repeats within a batch', async () => {
+      it('shows each message id once: a checkpoint holding the same messages again, or a message twice, adds nothing', async () => {
         const userId = randomUUID();
         const thread = await newThread(userId);
-        const batch = [message(), reply('hi', at(1))];
-        await storage.threads.appendMessages(thread.id, batch, at(1));
+        const batch = [personSays(), agentSays('hi')];
+        await appendToHistory(storage, thread.id, batch, { at: at(1) });
         const before = await storage.threads.get(userId, thread.id);
-
-        expect(await storage.threads.appendMessages(thread.id, batch, at(5))).toEqual([]);
-        // A replay changes nothing, not even the thread's position in the list.
+        // The same messages (copies with the same ids) put again: nothing new, not even the thread's place in the list.
+        const copies = batch.map((message) => (message.getType() === 'human' ? new HumanMessage({ id: message.id!, content: message.content }) : agentSays('hi (edited)')));
+        copies[1]!.id = batch[1]!.id;
+        expect(await appendToHistory(storage, thread.id, copies, { at: at(5) })).toEqual([]);
         expect(await storage.threads.get(userId, thread.id)).toEqual(before);
 
-        const fresh = message({ createdAt: at(6) });
-        const stored = await storage.threads.appendMessages(thread.id, [...batch, fresh, fresh], at(6));
-        expect(stored.map((row) => [row.id, row.seq])).toEqual([[fresh.id, 2]]);
+        const fresh = personSays('new');
+        const twice = new HumanMessage({ id: fresh.id!, content: 'new' });
+        const stored = await appendToHistory(storage, thread.id, [fresh, twice], { at: at(6) });
+        expect(stored.map((row) => row.id)).toEqual([fresh.id]);
         expect(await storage.threads.get(userId, thread.id)).toMatchObject({ messageCount: 3, updatedAt: at(6) });
+        // History keeps the first version of an edited message.
+        const page = await storage.threads.history(userId, thread.id, { visibility: 'all', limit: 10 });
+        expect(page.messages.map((row) => row.content)).toEqual([batch[0]!.content, 'hi', 'new']);
       });
 
-      it('fails with THREAD_NOT_FOUND for a thread that does not exist', async () => {
-        expect(await codeOf(storage.threads.appendMessages(randomUUID(), [message()], at(1)))).toBe('THREAD_NOT_FOUND');
+      it('a checkpoint of a thread id no thread has is stored, and moves no thread', async () => {
+        const orphan = randomUUID();
+        expect(await appendToHistory(storage, orphan, [personSays()], { at: at(1) })).toHaveLength(1);
+        expect(await storage.threads.get(randomUUID(), orphan)).toBeUndefined();
+        expect((await storage.checkpointer.getTuple({ configurable: { thread_id: orphan } }))?.checkpoint.channel_values.messages).toHaveLength(1);
       });
 
       it('I2: counters count visible messages only, and internal messages are never user activity', async () => {
         const userId = randomUUID();
         const thread = await newThread(userId, at(0));
-        await storage.threads.appendMessages(thread.id, [message({ content: 'Plan my week', preview: 'Plan my week', createdAt: at(1) }), reply('Sure.', at(2))], at(2));
+        await appendToHistory(storage, thread.id, [personSays('Plan my week')], { at: at(1) });
+        await appendToHistory(storage, thread.id, [agentSays('Sure.')], { at: at(2) });
         expect(await storage.threads.get(userId, thread.id)).toMatchObject({
           messageCount: 2,
           visibleCount: 2,
@@ -365,7 +348,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         });
 
         // A synthetic follow-up prompt (internal) and the agent's visible answer to it.
-        await storage.threads.appendMessages(thread.id, [synthetic('Continue our conversation naturally.', at(30)), reply('Any progress?', at(31))], at(31));
+        await appendToHistory(storage, thread.id, [systemSays('Continue our conversation naturally.', 'question_unanswered'), agentSays('Any progress?')], { at: at(31) });
         expect(await storage.threads.get(userId, thread.id)).toMatchObject({
           messageCount: 4,
           visibleCount: 3,
@@ -376,7 +359,7 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
         });
 
         // Internal only: the preview stays on the last visible message.
-        await storage.threads.appendMessages(thread.id, [synthetic('[internal] note', at(40))], at(40));
+        await appendToHistory(storage, thread.id, [systemSays('[internal] note')], { at: at(40) });
         expect(await storage.threads.get(userId, thread.id)).toMatchObject({
           messageCount: 5,
           visibleCount: 3,
@@ -385,35 +368,30 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
           lastUserActivityAt: at(1),
         });
 
-        await storage.threads.appendMessages(thread.id, [message({ content: 'Yes!', preview: 'Yes!', createdAt: at(50) })], at(50));
+        await appendToHistory(storage, thread.id, [personSays('Yes!')], { at: at(50) });
         expect(await storage.threads.get(userId, thread.id)).toMatchObject({ visibleCount: 4, lastVisiblePreview: 'Yes!', lastUserActivityAt: at(50) });
       });
 
-      it('gives concurrent appends on one thread contiguous, unique seqs', async () => {
+      it('gives concurrent checkpoints of one thread unique numbers, each batch in order', async () => {
         const userId = randomUUID();
         const thread = await newThread(userId);
-        const results = await Promise.all(
-          Array.from({ length: 10 }, (_, index) => storage.threads.appendMessages(thread.id, [message({ createdAt: at(index) }), reply(`answer ${index}`, at(index, 1))], at(index))),
-        );
+        const results = await Promise.all(Array.from({ length: 10 }, (_, index) => appendToHistory(storage, thread.id, [personSays(`question ${index}`), agentSays(`answer ${index}`)], { at: at(index) })));
         const seqs = results.flat().map((stored) => stored.seq);
-        expect(seqs.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, index) => index));
+        expect(new Set(seqs).size).toBe(20);
         for (const batch of results) expect(batch[1]!.seq).toBe(batch[0]!.seq + 1);
         expect(await storage.threads.get(userId, thread.id)).toMatchObject({ messageCount: 20, visibleCount: 20 });
         const all = await storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 100 });
-        expect(all.messages.map((stored) => stored.seq)).toEqual(Array.from({ length: 20 }, (_, index) => index));
+        expect(all.messages.map((stored) => stored.seq)).toEqual([...seqs].sort((a, b) => a - b));
       });
     });
 
     describe('history', () => {
-      /** 12 messages: every third one internal. */
+      /** 12 messages: every third one internal; `seq[i]` is the number of the i-th. */
       async function threadWithHistory() {
         const thread = await newThread(randomUUID());
-        const messages = Array.from({ length: 12 }, (_, index) =>
-          index % 3 === 2 ? synthetic(`internal ${index}`, at(index)) : message({ content: `visible ${index}`, preview: `visible ${index}`, createdAt: at(index) }),
-        );
-        await storage.threads.appendMessages(thread.id, messages.slice(0, 5), at(5));
-        await storage.threads.appendMessages(thread.id, messages.slice(5), at(12));
-        return thread;
+        const messages = Array.from({ length: 12 }, (_, index) => (index % 3 === 2 ? systemSays(`internal ${index}`) : personSays(`visible ${index}`)));
+        const stored = [...(await appendToHistory(storage, thread.id, messages.slice(0, 5), { at: at(5) })), ...(await appendToHistory(storage, thread.id, messages.slice(5), { at: at(12) }))];
+        return { ...thread, seq: stored.map((message) => message.seq) };
       }
 
       async function allPages(thread: { id: string; userId: string }, visibility: 'user' | 'all' | 'internal', limit: number) {
@@ -430,11 +408,8 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
       it('pages all messages newest page first, oldest first within a page', async () => {
         const thread = await threadWithHistory();
         const pages = await allPages(thread, 'all', 5);
-        expect(pages.map((page) => page.map((stored) => stored.seq))).toEqual([
-          [7, 8, 9, 10, 11],
-          [2, 3, 4, 5, 6],
-          [0, 1],
-        ]);
+        const seq = (indexes: number[]) => indexes.map((index) => thread.seq[index]);
+        expect(pages.map((page) => page.map((stored) => stored.seq))).toEqual([seq([7, 8, 9, 10, 11]), seq([2, 3, 4, 5, 6]), seq([0, 1])]);
       });
 
       it('I12: history answers nothing for another user, even with the right thread id', async () => {
@@ -444,20 +419,18 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
 
       it('the internal view, bounded below by fromSeq, lists only internal messages', async () => {
         const thread = await threadWithHistory();
-        expect((await allPages(thread, 'internal', 2)).flat().map((stored) => stored.seq)).toEqual([8, 11, 2, 5]);
-        const window = await storage.threads.history(thread.userId, thread.id, { visibility: 'internal', limit: 50, fromSeq: 5 });
-        expect(window.messages.map((stored) => stored.seq)).toEqual([5, 8, 11]);
+        const seq = (indexes: number[]) => indexes.map((index) => thread.seq[index]);
+        expect((await allPages(thread, 'internal', 2)).flat().map((stored) => stored.seq)).toEqual(seq([8, 11, 2, 5]));
+        const window = await storage.threads.history(thread.userId, thread.id, { visibility: 'internal', limit: 50, fromSeq: thread.seq[5] });
+        expect(window.messages.map((stored) => stored.seq)).toEqual(seq([5, 8, 11]));
         expect(window.messages.every((stored) => stored.visibility === 'internal')).toBe(true);
       });
 
       it('I2: the user view hides internal messages on every page', async () => {
         const thread = await threadWithHistory();
         const pages = await allPages(thread, 'user', 3);
-        expect(pages.map((page) => page.map((stored) => stored.seq))).toEqual([
-          [7, 9, 10],
-          [3, 4, 6],
-          [0, 1],
-        ]);
+        const seq = (indexes: number[]) => indexes.map((index) => thread.seq[index]);
+        expect(pages.map((page) => page.map((stored) => stored.seq))).toEqual([seq([7, 9, 10]), seq([3, 4, 6]), seq([0, 1])]);
         expect(pages.flat().every((stored) => stored.visibility === 'user')).toBe(true);
       });
 
@@ -480,8 +453,8 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
       });
     });
 
-    describe('I3: metadata survives the projection', () => {
-      it('I3: string and multimodal content and nested additional_kwargs come back bit for bit', async () => {
+    describe('I3: metadata survives history', () => {
+      it('I3: string and multimodal content and nested additional_kwargs come back bit for bit, tool calls as their redacted view', async () => {
         const thread = await newThread(randomUUID());
         const kwargs = {
           synthetic: true,
@@ -496,25 +469,34 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
           { type: 'text', text: 'What is in this picture? 🤔' },
           { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'low' } },
         ];
-        const toolCall = { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }] };
+        const runId = randomUUID();
         const input = [
-          message({ content: 'Plain text with ünïcödé and emoji 🎉\nand a newline', additionalKwargs: kwargs, visibility: 'internal', isRealUserMessage: false }),
-          message({ content: multimodal, additionalKwargs: { synthetic: false } }),
-          message({ type: 'ai', content: '', additionalKwargs: toolCall, responseMetadata: { model: 'demo', usage: { input_tokens: 3 } }, runId: randomUUID(), isRealUserMessage: false }),
+          personSays('Plain text with ünïcödé and emoji 🎉\nand a newline', kwargs),
+          personSays(multimodal, { synthetic: false }),
+          new AIMessage({
+            id: randomUUID(),
+            content: '',
+            tool_calls: [{ id: 'call_1', name: 'lookup', args: { q: 'x', api_key: 'sk-secret-value-1234567890' } }],
+            response_metadata: { model: 'demo', usage: { input_tokens: 3 } },
+          }),
         ];
-        const stored = await storage.threads.appendMessages(thread.id, input, at(1));
+        const stored = await appendToHistory(storage, thread.id, input, { at: at(1), runId });
         const page = await storage.threads.history(thread.userId, thread.id, { visibility: 'all', limit: 10 });
-        for (const copies of [stored, page.messages]) {
-          copies.forEach((copy, index) => {
-            const original = input[index]!;
-            expect(copy.content).toStrictEqual(original.content);
-            expect(copy.additionalKwargs).toStrictEqual(original.additionalKwargs);
-            expect(copy.responseMetadata).toStrictEqual(original.responseMetadata);
-            expect(JSON.stringify(copy.additionalKwargs)).toBe(JSON.stringify(original.additionalKwargs));
-            expect(copy).toMatchObject({ id: original.id, type: original.type, visibility: original.visibility, runId: original.runId, createdAt: original.createdAt });
-          });
-        }
-        expect(page.messages[0]!.additionalKwargs.synthetic).toBe(true);
+        expect(page.messages).toEqual(stored);
+        page.messages.forEach((copy, index) => {
+          const original = input[index]!;
+          const expected = projectMessage(original, runId, at(1)).row;
+          expect(copy.content).toStrictEqual(original.content);
+          expect(copy.additionalKwargs).toStrictEqual(expected.additionalKwargs);
+          expect(JSON.stringify(copy.additionalKwargs)).toBe(JSON.stringify(expected.additionalKwargs));
+          expect(copy.responseMetadata).toStrictEqual(original.response_metadata);
+          expect(copy).toMatchObject({ id: original.id, type: original.getType(), visibility: expected.visibility, runId, createdAt: at(1) });
+        });
+        expect(page.messages[0]!).toMatchObject({ visibility: 'internal' });
+        expect(JSON.stringify(page.messages[0]!.additionalKwargs)).toBe(JSON.stringify(kwargs));
+        expect(page.messages[1]!).toMatchObject({ visibility: 'user', additionalKwargs: { synthetic: false } });
+        // History shows a tool call's redacted view, never the raw arguments.
+        expect(JSON.stringify(page.messages[2]!.additionalKwargs)).not.toContain('sk-secret-value');
       });
     });
 

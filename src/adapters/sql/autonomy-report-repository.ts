@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { ReportMessage, ReportRun, ReportTimer } from '../../domain/autonomy/autonomy-report.js';
 import type { SqlContext } from './database.js';
 import type { TimersTable } from './timer-tables.js';
-import { decodeJsonRecord, isoFromDatabase } from './values.js';
+import { createdAtFromDatabase, decodeJsonRecord } from './values.js';
 
 /** How many recent autonomous runs a report reads at most. */
 const REPORT_RUN_LIMIT = 2_000;
@@ -41,21 +41,24 @@ export class SqlAutonomyReportRepository {
       .execute();
     if (runs.length === 0) return { runs, replies: [], personMessages: [], timers: timers.map(toTimer) };
     const threadIds = [...new Set(runs.map((run) => run.threadId))];
-    const replies = await db
-      .selectFrom('thread_messages')
-      .select(['thread_id', 'seq', 'created_at', 'run_id'])
-      .where('run_id', 'in', runs.map((run) => run.id))
-      .where('type', '=', 'ai')
-      .where('visibility', '=', 'user')
-      .execute();
-    const personMessages = await db
-      .selectFrom('thread_messages')
-      .select(['thread_id', 'seq', 'created_at', 'run_id'])
-      .where('thread_id', 'in', threadIds)
-      .where('type', '=', 'human')
-      .where('visibility', '=', 'user')
-      .execute();
-    const toMessage = (row: { thread_id: string; seq: number; created_at: Date | string; run_id: string | null }): ReportMessage => ({ threadId: row.thread_id, seq: Number(row.seq), createdAt: isoFromDatabase(row.created_at), runId: row.run_id });
+    // History rows of the runs' threads (namespace ''), by thread: the thread store's key index, no scan of other threads.
+    const history = () =>
+      db
+        .selectFrom('thread_messages as m')
+        .innerJoin('thread_keys as k', 'k.key', 'm.thread_key')
+        .select(['k.thread_id', 'm.seq', 'm.created_at', 'm.run_id'])
+        .where('k.thread_id', 'in', threadIds)
+        .where('k.checkpoint_ns', '=', '')
+        .where('m.visibility', '=', 'user');
+    const runIds = new Set(runs.map((run) => run.id));
+    const replies = (await history().where('m.type', '=', 'ai').where('m.run_id', 'is not', null).execute()).filter((row) => runIds.has(row.run_id!));
+    const personMessages = await history().where('m.type', '=', 'human').execute();
+    const toMessage = (row: { thread_id: string; seq: number; created_at: number | Date | string | null; run_id: string | null }): ReportMessage => ({
+      threadId: row.thread_id,
+      seq: Number(row.seq),
+      createdAt: createdAtFromDatabase(row.created_at),
+      runId: row.run_id,
+    });
     return { runs, replies: replies.map(toMessage), personMessages: personMessages.map(toMessage), timers: timers.map(toTimer) };
   }
 }

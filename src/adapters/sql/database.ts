@@ -42,18 +42,27 @@ export interface ThreadsTable {
   message_count: number;
 }
 
-export interface ThreadMessagesTable {
+/** A (thread, checkpoint namespace) of the thread store (migration 25); its rows are keyed by `key`. */
+export interface ThreadKeysTable {
+  key: Generated<number>;
   thread_id: string;
+  checkpoint_ns: string;
+}
+
+/**
+ * A thread's messages, each version once (migration 25), written by the checkpoint saver
+ * (thread-saver.ts) only: read here. A row history shows has a visibility; its time is
+ * epoch milliseconds on SQLite, a timestamptz on PostgreSQL (see createdAtFromDatabase).
+ */
+export interface ThreadMessagesTable {
+  thread_key: number;
   seq: number;
   message_id: string;
   type: string;
-  content: JsonText;
-  additional_kwargs: JsonText;
-  response_metadata: JsonText;
-  visibility: string;
+  body: Uint8Array;
+  visibility: string | null;
   run_id: string | null;
-  preview: string;
-  created_at: Timestamp;
+  created_at: ColumnType<number | Date | string | null, never, never>;
 }
 
 export interface RunsTable {
@@ -101,6 +110,7 @@ export interface VigilMigrationsTable {
 export interface Database {
   agents: AgentsTable;
   threads: ThreadsTable;
+  thread_keys: ThreadKeysTable;
   thread_messages: ThreadMessagesTable;
   runs: RunsTable;
   memories: MemoriesTable;

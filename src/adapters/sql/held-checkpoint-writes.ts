@@ -29,13 +29,22 @@
  * stored (what it superseded is stored instead). A thread's held writes are only ever stored
  * in that thread's own calls: past MAX_THREADS threads holding, a thread holds nothing.
  *
+ * A run whose input is a message may ask for one more (`HOLD_INPUT_STEP`): the checkpoint
+ * after the step that applied the input (LangGraph's `__start__` task) is superseded too, by
+ * the checkpoint after the node that answers. What it adds to the thread's history (the
+ * person's message) is written at once (`storeMessagesOf`), before the put is answered, so
+ * the message is durable and acknowledged as before; the checkpoint itself is held. A crash
+ * before the answer's checkpoint then leaves the message in history and in no checkpoint:
+ * the next run of the thread takes it first (ThreadSaver.unappliedMessages). A chat turn
+ * stores one checkpoint.
+ *
  * Only runs that ask for it (`HOLD_SUPERSEDED_WRITES` in their configurable, set by the run
  * coordinator) are treated so: LangGraph's own conformance suite and any other caller see a
  * saver that writes every call through.
  */
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite } from '@langchain/langgraph-checkpoint';
-import { HOLD_SUPERSEDED_WRITES } from '../../app/ports.js';
+import { HOLD_INPUT_STEP, HOLD_SUPERSEDED_WRITES } from '../../app/ports.js';
 
 export interface HeldPut {
   config: RunnableConfig;
@@ -48,6 +57,7 @@ export interface HeldWrites {
   config: RunnableConfig;
   writes: PendingWrite[];
   taskId: string;
+  taskPath: string;
 }
 
 export type HeldItem = { put: HeldPut } | { writes: HeldWrites };
@@ -58,18 +68,24 @@ interface StoreNow<T> {
   call: T | undefined;
   /** What the call supersedes (dropped once the call is stored; stored instead if the call fails). */
   superseded?: Held;
+  /** A checkpoint held whose history rows must be written before the put is answered. */
+  messagesOf?: HeldPut;
 }
 
 /** The saver's own writes, straight to its tables. */
 export interface DirectCheckpointWrites {
   putNow(put: HeldPut): Promise<RunnableConfig>;
   putWritesNow(writes: HeldWrites): Promise<void>;
+  /** The rows a checkpoint adds to the thread's messages, without the checkpoint. */
+  storeMessagesOf?(put: HeldPut): Promise<void>;
 }
 
 interface Held {
-  /** The checkpoint the held items belong to (the held input checkpoint's id, or the last one stored). */
+  /** The checkpoint the held items belong to (the last held checkpoint's id, or the last one stored). */
   checkpointId: string;
-  input: HeldPut | undefined;
+  /** Held checkpoints, as they were asked, oldest first: an input checkpoint, then the step that applied it. */
+  chain: HeldPut[];
+  /** Writes of tasks on the last checkpoint of the chain (or the last stored one). */
   writes: HeldWrites[];
 }
 
@@ -84,9 +100,12 @@ export class HeldCheckpointWrites {
 
   /** BaseCheckpointSaver.put: stored, or held (then answered as if stored). */
   async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
-    const { flush, call, superseded } = this.onPut(config, checkpoint, metadata, newVersions);
+    const { flush, call, superseded, messagesOf } = this.onPut(config, checkpoint, metadata, newVersions);
     await this.#store(flush);
-    if (call === undefined) return { configurable: { thread_id: config.configurable?.thread_id, checkpoint_ns: config.configurable?.checkpoint_ns ?? '', checkpoint_id: checkpoint.id } };
+    if (call === undefined) {
+      if (messagesOf !== undefined) await this.#storeMessagesOf(messagesOf);
+      return { configurable: { thread_id: config.configurable?.thread_id, checkpoint_ns: config.configurable?.checkpoint_ns ?? '', checkpoint_id: checkpoint.id } };
+    }
     try {
       return await this.direct.putNow(call);
     } catch (error) {
@@ -98,8 +117,8 @@ export class HeldCheckpointWrites {
   }
 
   /** BaseCheckpointSaver.putWrites: stored, or held. */
-  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
-    const { flush, call } = this.onPutWrites(config, writes, taskId);
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ''): Promise<void> {
+    const { flush, call } = this.onPutWrites(config, writes, taskId, taskPath);
     await this.#store(flush);
     if (call !== undefined) await this.direct.putWritesNow(call);
   }
@@ -116,7 +135,21 @@ export class HeldCheckpointWrites {
     }
   }
 
-  /** A put: held (an input checkpoint of a run that asked), or stored now with a parent and versions that skip what was held. */
+  /** The held checkpoint's rows now; if they cannot be written, the checkpoint is stored instead (nothing held). */
+  async #storeMessagesOf(put: HeldPut): Promise<void> {
+    const key = keyOf(put.config);
+    try {
+      if (this.direct.storeMessagesOf === undefined) throw new Error('this saver cannot store a held checkpoint\'s messages alone');
+      await this.direct.storeMessagesOf(put);
+    } catch (error) {
+      const held = key === undefined ? undefined : this.#held.get(key);
+      if (key !== undefined) this.#held.delete(key);
+      if (held !== undefined) await this.#store(itemsOf(held));
+      else throw error;
+    }
+  }
+
+  /** A put: held (an input checkpoint of a run that asked, or the step that applied it), or stored now with a parent and versions that skip what was held. */
   private onPut(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): StoreNow<HeldPut> {
     const put: HeldPut = { config, checkpoint, metadata, newVersions };
     const key = keyOf(config);
@@ -128,14 +161,19 @@ export class HeldCheckpointWrites {
     const asked = config.configurable?.[HOLD_SUPERSEDED_WRITES] === true && this.#held.size < MAX_THREADS;
     const flush: Held[] = [];
     let superseded: Held | undefined;
+    let stored = put;
     if (held !== undefined) {
       if (asked && config.configurable?.checkpoint_id === held.checkpointId) {
-        // Superseded: the held writes are applied in this checkpoint, and the held input
+        // Superseded: the held writes are applied in this checkpoint, and the first held
         // checkpoint's parent becomes this one's.
         superseded = held;
-        if (held.input !== undefined) {
-          put.config = withParent(config, held.input.config.configurable?.checkpoint_id as string | undefined);
-          put.newVersions = unchangedSince(held.input.newVersions, newVersions, checkpoint);
+        const first = held.chain[0];
+        if (first !== undefined) {
+          stored = {
+            ...put,
+            config: withParent(config, first.config.configurable?.checkpoint_id as string | undefined),
+            newVersions: held.chain.reduceRight((versions, skipped) => unchangedSince(skipped.newVersions, versions, checkpoint), newVersions),
+          };
         }
       } else {
         flush.push(held);
@@ -143,14 +181,20 @@ export class HeldCheckpointWrites {
     }
     if (!asked) return { flush: flush.flatMap(itemsOf), call: put };
     const input = metadata.source === 'input';
-    this.#held.set(key, { checkpointId: checkpoint.id, input: input ? put : undefined, writes: [] });
-    return { flush: flush.flatMap(itemsOf), call: input ? undefined : put, ...(superseded ? { superseded } : {}) };
+    // The step that applied a held input: held too when the run asked, its messages written now.
+    const inputStep = !input && superseded !== undefined && superseded.chain.length === 1 && superseded.chain[0]!.metadata.source === 'input' && config.configurable?.[HOLD_INPUT_STEP] === true;
+    if (inputStep) {
+      this.#held.set(key, { checkpointId: checkpoint.id, chain: [...superseded!.chain, put], writes: [] });
+      return { flush: flush.flatMap(itemsOf), call: undefined, messagesOf: put };
+    }
+    this.#held.set(key, { checkpointId: checkpoint.id, chain: input ? [put] : [], writes: [] });
+    return { flush: flush.flatMap(itemsOf), call: input ? undefined : stored, ...(superseded ? { superseded } : {}) };
   }
 
   /** Writes: held when a run that asked finished a task on the checkpoint the held state names; else stored now, after what was held. */
-  private onPutWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): StoreNow<HeldWrites> {
+  private onPutWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath: string): StoreNow<HeldWrites> {
     const key = keyOf(config);
-    const call: HeldWrites = { config, writes, taskId };
+    const call: HeldWrites = { config, writes, taskId, taskPath };
     if (key === undefined) return { flush: [], call };
     const held = this.#held.get(key);
     if (held === undefined) return { flush: [], call };
@@ -190,8 +234,9 @@ function keyOf(config: RunnableConfig): string | undefined {
   return `${threadId}\u0000${(config.configurable?.checkpoint_ns as string | undefined) ?? ''}`;
 }
 
+/** Held items in the order they were asked: each checkpoint of the chain as it was asked (each names the one before), then the writes. */
 function itemsOf(held: Held): HeldItem[] {
-  return [...(held.input ? [{ put: held.input }] : []), ...held.writes.map((writes) => ({ writes }))];
+  return [...held.chain.map((put) => ({ put })), ...held.writes.map((writes) => ({ writes }))];
 }
 
 function withParent(config: RunnableConfig, parentId: string | undefined): RunnableConfig {
@@ -202,9 +247,9 @@ function withParent(config: RunnableConfig, parentId: string | undefined): Runna
 }
 
 /**
- * The versions a put must store values for: its own, and those the skipped input
- * checkpoint introduced that this checkpoint still holds unchanged (PostgreSQL stores a
- * channel's value once per version, on the put that introduced it).
+ * The versions a put must store values for: its own, and those a skipped checkpoint
+ * introduced that this checkpoint still holds unchanged (a saver that stores a channel's
+ * value once per version stores it on the put that introduced it).
  */
 function unchangedSince(skipped: ChannelVersions, own: ChannelVersions, checkpoint: Checkpoint): ChannelVersions {
   const merged: ChannelVersions = { ...own };

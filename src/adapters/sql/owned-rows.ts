@@ -34,9 +34,11 @@ export async function keepThreadAcceptedDeliveries(trx: Transaction<Database>, u
     .where('run_id', 'in', (eb) =>
       eb
         .selectFrom('thread_messages')
-        .innerJoin('threads', 'threads.id', 'thread_messages.thread_id')
+        .innerJoin('thread_keys', 'thread_keys.key', 'thread_messages.thread_key')
+        .innerJoin('threads', 'threads.id', 'thread_keys.thread_id')
         .select('thread_messages.run_id')
-        .where('thread_messages.thread_id', '=', threadId)
+        .where('thread_keys.thread_id', '=', threadId)
+        .where('thread_keys.checkpoint_ns', '=', '')
         .where('threads.user_id', '=', userId)
         .where('thread_messages.run_id', 'is not', null)
         .$narrowType<{ run_id: string }>(),

@@ -2,12 +2,12 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { VigilError } from '../../domain/errors.js';
-import type { CheckpointCacheLimits } from './checkpoint-cache.js';
-import { CachingPostgresSaver } from './checkpoint-postgres-saver.js';
+import { PostgresCheckpointStore } from './checkpoint-store-postgres.js';
 import type { Database, SqlContext } from './database.js';
-import type { MessageLogLimits } from './message-log.js';
 import { migrate } from './migrator.js';
 import { SqlStorage } from './sql-storage.js';
+import type { MessageMemoryLimits } from './thread-message-memory.js';
+import { ThreadSaver } from './thread-saver.js';
 
 /** Unquoted, lower-case identifiers only: search_path and the checkpoint saver must agree on the name. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -26,9 +26,9 @@ const jsonAsText: pg.CustomTypesConfig = {
 };
 
 /**
- * App tables through Kysely and checkpoints through LangGraph's PostgresSaver (with vigil's
- * faster reads and checkpoint cache, see checkpoint-postgres-saver.ts), both in `schema`
- * (created if missing). Each has its own pool.
+ * App tables through Kysely and the thread store (messages, checkpoints) through vigil's
+ * checkpoint saver (thread-saver.ts), both in `schema` (created if missing). Each has its own
+ * pool.
  */
 const APP_POOL_SIZE = 6;
 const SAVER_POOL_SIZE = 4;
@@ -37,9 +37,8 @@ export async function openPostgresStorage(options: {
   connectionString: string;
   schema?: string | undefined;
   logger: Logger;
-  checkpointCache?: Partial<CheckpointCacheLimits>;
-  /** What the message log keeps loaded (see message-log.ts); `maxThreads: 0` keeps nothing. */
-  messageLog?: Partial<MessageLogLimits>;
+  /** What the saver keeps loaded of recent threads' messages; `maxThreads: 0` keeps nothing. */
+  messageMemory?: Partial<MessageMemoryLimits>;
 }): Promise<SqlStorage> {
   const schema = options.schema ?? 'public';
   if (!SCHEMA_NAME.test(schema)) {
@@ -58,16 +57,23 @@ export async function openPostgresStorage(options: {
       },
     }),
   });
-  // What PostgresSaver.fromConnString does, but with a pool we can watch for errors.
-  const saverPool = new pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: SAVER_POOL_SIZE, idleTimeoutMillis: 5_000 });
+  // The store's statements name tables unqualified: each connection starts with the schema on its
+  // search_path (a startup option: set before any query runs on it).
+  const saverPool = new pg.Pool({
+    connectionString: options.connectionString,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    max: SAVER_POOL_SIZE,
+    idleTimeoutMillis: 5_000,
+    options: `-c search_path=${schema}`,
+  });
   watch(saverPool, options.logger, 'checkpoints');
-  const checkpointer = new CachingPostgresSaver(saverPool, { schema, cache: options.checkpointCache, messageLog: options.messageLog });
+  const checkpointer = new ThreadSaver(new PostgresCheckpointStore(saverPool), { memory: options.messageMemory });
   const release = async (): Promise<void> => {
-    await Promise.all([db.destroy(), checkpointer.end()]);
+    await Promise.all([db.destroy(), saverPool.end()]);
   };
   try {
     await requireUtf8(db);
-    await migrate(db, { dialect: 'postgres', logger: options.logger, schema, alsoUnderLock: () => checkpointer.setup() });
+    await migrate(db, { dialect: 'postgres', logger: options.logger, schema });
   } catch (error) {
     await release().catch(() => undefined);
     throw error;

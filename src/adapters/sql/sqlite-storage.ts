@@ -1,24 +1,28 @@
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Logger } from 'pino';
 import { AsyncMutex } from './async-mutex.js';
-import type { CheckpointCacheLimits } from './checkpoint-cache.js';
+import { SqliteCheckpointStore } from './checkpoint-store-sqlite.js';
 import type { Database, SqlContext } from './database.js';
-import { GatedSqliteSaver } from './gated-sqlite-saver.js';
-import type { MessageLogLimits } from './message-log.js';
 import { migrate } from './migrator.js';
 import { kyselySqliteDatabase, openNodeSqlite } from './node-sqlite.js';
 import { SqlStorage } from './sql-storage.js';
+import type { MessageMemoryLimits } from './thread-message-memory.js';
+import { ThreadSaver } from './thread-saver.js';
 
 /**
- * App tables and LangGraph checkpoints in one SQLite file (or ':memory:'), on one
- * node:sqlite connection shared by Kysely and the checkpoint saver.
+ * App tables and the thread store (messages, checkpoints) in one SQLite file (or ':memory:'),
+ * on one node:sqlite connection shared by Kysely and the checkpoint saver.
+ *
+ * One connection means one transaction scope. Kysely's transactions await between
+ * statements, and a saver write landing in such a gap would silently join the transaction
+ * and vanish if it rolled back; so the saver's writes (synchronous transactions of their own)
+ * wait behind the same gate as Kysely's transactions.
  */
 export async function openSqliteStorage(options: {
   file: string;
   logger: Logger;
-  checkpointCache?: Partial<CheckpointCacheLimits>;
-  /** What the message log keeps loaded (see message-log.ts); `maxThreads: 0` keeps nothing. */
-  messageLog?: Partial<MessageLogLimits>;
+  /** What the saver keeps loaded of recent threads' messages; `maxThreads: 0` keeps nothing. */
+  messageMemory?: Partial<MessageMemoryLimits>;
 }): Promise<SqlStorage> {
   const database = openNodeSqlite(options.file);
   let db: Kysely<Database> | undefined;
@@ -31,8 +35,7 @@ export async function openSqliteStorage(options: {
     database.exec('PRAGMA optimize=0x10002');
 
     const gate = new AsyncMutex();
-    const checkpointer = new GatedSqliteSaver(database, gate, { cache: options.checkpointCache, messageLog: options.messageLog });
-    checkpointer.prepare();
+    const checkpointer = new ThreadSaver(new SqliteCheckpointStore(database), { gate: (work) => gate.run(work), memory: options.messageMemory });
     const context: SqlContext = {
       db: kysely,
       dialect: 'sqlite',

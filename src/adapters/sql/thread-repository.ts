@@ -1,36 +1,32 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
-import type {
-  AlsoWithinThread,
-  HistoryOptions,
-  Iso,
-  MessagePage,
-  NewStoredMessage,
-  NewThread,
-  StoredMessage,
-  ThreadPage,
-  ThreadRecord,
-  ThreadRepository,
-} from '../../app/ports.js';
-import { VigilError } from '../../domain/errors.js';
+import type { BaseMessage } from '@langchain/core/messages';
+import type { Kysely, Selectable } from 'kysely';
+import type { AlsoWithinThread, HistoryOptions, Iso, MessagePage, NewThread, StoredMessage, ThreadPage, ThreadRecord, ThreadRepository } from '../../app/ports.js';
 import type { StorageTransaction } from '../../app/job-queue.js';
+import { projectMessage } from '../../app/message-projection.js';
 import type { Visibility } from '../../domain/message-metadata.js';
-import { appendInOneStatement, type CounterChange } from './append-messages-postgres.js';
+import type { StoredMessageRow } from './checkpoint-store.js';
 import { decodeMessageCursor, decodeThreadCursor, encodeMessageCursor, encodeThreadCursor } from './cursor.js';
 import type { Database, SqlContext, ThreadMessagesTable, ThreadsTable } from './database.js';
 import { deleteThreadOwnedRows, keepThreadAcceptedDeliveries } from './owned-rows.js';
-import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
+import { checkLimit, createdAtFromDatabase, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
 
-/** A row as appendMessages writes it: every column set, timestamps as ISO text. */
-type MessageRow = { [Column in keyof ThreadMessagesTable]-?: Column extends 'created_at' ? string : Selectable<ThreadMessagesTable>[Column] };
+/** The messages of a key's rows, decoded by the checkpoint saver (which may hold them in memory already). */
+export type MessageDecoder = (key: number, rows: readonly StoredMessageRow[]) => Promise<BaseMessage[]>;
 
-/** Rows per INSERT / IN list: far below SQLite's bound-parameter limit, whatever the row width. */
-const BATCH_SIZE = 200;
+type HistoryRow = Pick<Selectable<ThreadMessagesTable>, 'thread_key' | 'seq' | 'message_id' | 'type' | 'body' | 'visibility' | 'run_id' | 'created_at'>;
 
+/**
+ * Threads and their history. History is the thread store's message rows that it shows
+ * (thread_messages with a visibility, namespace ''), written by the checkpoint saver in the
+ * transaction that stores the checkpoint holding them, with the thread's counters.
+ */
 export class SqlThreadRepository implements ThreadRepository {
   readonly #context: SqlContext;
+  readonly #decode: MessageDecoder;
 
-  constructor(context: SqlContext) {
+  constructor(context: SqlContext, decode: MessageDecoder) {
     this.#context = context;
+    this.#decode = decode;
   }
 
   async create(thread: NewThread, now: Iso, alsoWithin?: AlsoWithinThread): Promise<ThreadRecord> {
@@ -66,66 +62,67 @@ export class SqlThreadRepository implements ThreadRepository {
     return { threads, nextCursor };
   }
 
-  async appendMessages(threadId: string, messages: NewStoredMessage[], now: Iso): Promise<StoredMessage[]> {
-    const updatedAt = isoForDatabase(now);
-    if (this.#context.dialect === 'postgres' && messages.length > 0 && messages.length <= BATCH_SIZE && new Set(messages.map((message) => message.id)).size === messages.length) {
-      // The common case in one round trip (append-messages-postgres.ts); anything unusual takes the path below.
-      const rows = messages.map((message) => messageRow(threadId, message, 0));
-      const first = await appendInOneStatement(this.#context.db, threadId, rows, counterChange(rows, messages, updatedAt));
-      if (first !== undefined) return rows.map((row, index) => toStoredMessage({ ...row, seq: first + index }));
-    }
-    return this.#context.transaction(async (trx) => {
-      // FOR UPDATE makes concurrent appends to one thread queue here on PostgreSQL; SQLite
-      // has a single writer (and one connection) already.
-      const thread = await trx
-        .selectFrom('threads')
-        .select(['message_count', 'visible_count', 'last_user_activity_at'])
-        .where('id', '=', threadId)
-        .$if(this.#context.dialect === 'postgres', (query) => query.forUpdate())
-        .executeTakeFirst();
-      if (thread === undefined) throw new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
-
-      const fresh = await withoutStored(trx, threadId, messages);
-      if (fresh.length === 0) return [];
-
-      const rows = fresh.map((message, index) => messageRow(threadId, message, thread.message_count + index));
-      for (let start = 0; start < rows.length; start += BATCH_SIZE) {
-        await trx.insertInto('thread_messages').values(rows.slice(start, start + BATCH_SIZE)).execute();
-      }
-
-      await trx
-        .updateTable('threads')
-        .set(counterUpdate(thread, rows, counterChange(rows, fresh, updatedAt)))
-        .where('id', '=', threadId)
-        .execute();
-      // Decoded from what was written, so the caller sees exactly what history will return.
-      return rows.map(toStoredMessage);
-    });
-  }
-
   async history(userId: string, threadId: string, options: HistoryOptions): Promise<MessagePage> {
     const limit = checkLimit(options.limit);
     const before = options.cursor === undefined ? undefined : decodeMessageCursor(options.cursor);
     const fromSeq = options.fromSeq;
     // Keyset on seq, newest first, one row more than asked to learn whether older ones remain.
-    const rows = await this.#context.db
-      .selectFrom('thread_messages')
-      .selectAll()
-      .where('thread_id', '=', threadId)
-      // I12 in depth: the owner's thread only, whatever the caller checked before.
-      .where((query) => query.exists(query.selectFrom('threads').select('id').where('id', '=', threadId).where('user_id', '=', userId)))
-      .$if(options.visibility !== 'all', (query) => query.where('visibility', '=', options.visibility === 'user' ? 'user' : 'internal'))
-      .$if(before !== undefined, (query) => query.where('seq', '<', before!.seq))
-      .$if(fromSeq !== undefined, (query) => query.where('seq', '>=', fromSeq!))
-      .orderBy('seq', 'desc')
+    const rows = await this.#historyRows(userId, threadId)
+      .$if(options.visibility === 'all', (query) => query.where('m.visibility', 'is not', null))
+      .$if(options.visibility !== 'all', (query) => query.where('m.visibility', '=', options.visibility === 'user' ? 'user' : 'internal'))
+      .$if(before !== undefined, (query) => query.where('m.seq', '<', before!.seq))
+      .$if(fromSeq !== undefined, (query) => query.where('m.seq', '>=', fromSeq!))
+      .orderBy('m.seq', 'desc')
       .limit(limit + 1)
       .execute();
     const page = rows.slice(0, limit).reverse();
     const oldest = page[0];
     return {
-      messages: page.map(toStoredMessage),
+      messages: await this.#stored(threadId, page),
       nextCursor: rows.length > limit && oldest !== undefined ? encodeMessageCursor({ seq: oldest.seq }) : null,
     };
+  }
+
+  async messagesOfRun(userId: string, threadId: string, runId: string): Promise<StoredMessage[]> {
+    // No index on run_id: a walk of one thread's rows, on the rare paths that ask (a crashed run's recovery, a webhook's retried delivery).
+    const rows = await this.#historyRows(userId, threadId).where('m.visibility', 'is not', null).where('m.run_id', '=', runId).orderBy('m.seq').execute();
+    return this.#stored(threadId, rows);
+  }
+
+  /** History rows of the user's thread (I12 in depth: the owner's thread only, whatever the caller checked before). */
+  #historyRows(userId: string, threadId: string) {
+    return this.#context.db
+      .selectFrom('thread_messages as m')
+      .innerJoin('thread_keys as k', 'k.key', 'm.thread_key')
+      .select(['m.thread_key', 'm.seq', 'm.message_id', 'm.type', 'm.body', 'm.visibility', 'm.run_id', 'm.created_at'])
+      .where('k.thread_id', '=', threadId)
+      .where('k.checkpoint_ns', '=', '')
+      .where((query) => query.exists(query.selectFrom('threads').select('id').where('id', '=', threadId).where('user_id', '=', userId)));
+  }
+
+  /** Rows as history returns them: the message decoded, its tool calls as their redacted view (message-projection.ts). */
+  async #stored(threadId: string, rows: readonly HistoryRow[]): Promise<StoredMessage[]> {
+    if (rows.length === 0) return [];
+    const messages = await this.#decode(
+      rows[0]!.thread_key,
+      rows.map((row) => ({ seq: row.seq, messageId: row.message_id, type: row.type, body: row.body })),
+    );
+    return rows.map((row, index) => {
+      const createdAt = createdAtFromDatabase(row.created_at as number | Date | string | null);
+      const { row: projected } = projectMessage(messages[index]!, row.run_id, createdAt);
+      return {
+        threadId,
+        seq: Number(row.seq),
+        id: row.message_id,
+        type: projected.type,
+        content: projected.content,
+        additionalKwargs: projected.additionalKwargs,
+        responseMetadata: projected.responseMetadata,
+        visibility: row.visibility as Visibility,
+        runId: row.run_id,
+        createdAt,
+      };
+    });
   }
 
   async rename(userId: string, threadId: string, title: string | null): Promise<ThreadRecord | undefined> {
@@ -143,25 +140,19 @@ export class SqlThreadRepository implements ThreadRepository {
   async delete(userId: string, threadId: string): Promise<boolean> {
     return this.#context.transaction(async (trx) => {
       await keepThreadAcceptedDeliveries(trx, userId, threadId);
-      // Messages go by ON DELETE CASCADE (SQLite runs with foreign_keys = ON).
       const result = await trx.deleteFrom('threads').where('id', '=', threadId).where('user_id', '=', userId).executeTakeFirst();
       if (result.numDeletedRows === 0n) return false;
       await deleteThreadOwnedRows(trx, userId, threadId);
+      // Its messages (history) and checkpoints, every namespace, by ON DELETE CASCADE from their
+      // keys (SQLite runs with foreign_keys = ON): in this transaction, so a deletion that fails
+      // leaves the thread whole, and one that commits leaves nothing of what was said.
+      await trx.deleteFrom('thread_keys').where('thread_id', '=', threadId).execute();
       return true;
     });
   }
 
   async hasMessagesOfRun(userId: string, threadId: string, runId: string): Promise<boolean> {
-    // No index on run_id: a walk of one thread's rows, on the rare path that asks (a webhook's retried delivery).
-    const row = await this.#context.db
-      .selectFrom('thread_messages')
-      .innerJoin('threads', 'threads.id', 'thread_messages.thread_id')
-      .select('thread_messages.seq')
-      .where('thread_messages.thread_id', '=', threadId)
-      .where('thread_messages.run_id', '=', runId)
-      .where('threads.user_id', '=', userId)
-      .limit(1)
-      .executeTakeFirst();
+    const row = await this.#historyRows(userId, threadId).where('m.visibility', 'is not', null).where('m.run_id', '=', runId).limit(1).executeTakeFirst();
     return row !== undefined;
   }
 
@@ -193,70 +184,9 @@ async function insertThread(db: Kysely<Database>, thread: NewThread, now: Iso): 
   return toThreadRecord(row);
 }
 
-/** Drop messages already stored for the thread, and repeats within the batch (first wins). */
-async function withoutStored(trx: Transaction<Database>, threadId: string, messages: NewStoredMessage[]): Promise<NewStoredMessage[]> {
-  const stored = new Set<string>();
-  const ids = [...new Set(messages.map((message) => message.id))];
-  for (let start = 0; start < ids.length; start += BATCH_SIZE) {
-    const rows = await trx
-      .selectFrom('thread_messages')
-      .select('message_id')
-      .where('thread_id', '=', threadId)
-      .where('message_id', 'in', ids.slice(start, start + BATCH_SIZE))
-      .execute();
-    for (const row of rows) stored.add(row.message_id);
-  }
-  return messages.filter((message) => {
-    if (stored.has(message.id)) return false;
-    stored.add(message.id);
-    return true;
-  });
-}
 
-function messageRow(threadId: string, message: NewStoredMessage, seq: number): MessageRow {
-  return {
-    thread_id: threadId,
-    seq,
-    message_id: message.id,
-    type: message.type,
-    content: encodeJson(message.content),
-    additional_kwargs: encodeJson(message.additionalKwargs),
-    response_metadata: encodeJson(message.responseMetadata),
-    visibility: message.visibility,
-    run_id: message.runId,
-    // Nothing reads a message's preview: the thread keeps its last visible one
-    // (threads.last_visible_preview). The column (NOT NULL since 0001) is left empty
-    // rather than holding a hundred more bytes of every message.
-    preview: '',
-    created_at: isoForDatabase(message.createdAt),
-  };
-}
 
-/** What appending these rows changes in the thread's counters, whatever they hold now. */
-function counterChange(rows: readonly MessageRow[], messages: readonly NewStoredMessage[], updatedAt: string): CounterChange {
-  const visibleRows = rows.filter((row) => row.visibility === 'user');
-  const lastVisibleIndex = rows.findLastIndex((row) => row.visibility === 'user');
-  const lastVisible = lastVisibleIndex < 0 ? undefined : { preview: messages[lastVisibleIndex]!.preview, created_at: rows[lastVisibleIndex]!.created_at };
-  // I2: only a real person's message is user activity.
-  let userActivityAt: string | null = null;
-  rows.forEach((row, index) => {
-    if (messages[index]?.isRealUserMessage === true && (userActivityAt === null || row.created_at > userActivityAt)) userActivityAt = row.created_at;
-  });
-  return { visibleAdded: visibleRows.length, updatedAt, userActivityAt, lastVisible: lastVisible === undefined ? null : { preview: lastVisible.preview, at: lastVisible.created_at } };
-}
 
-function counterUpdate(thread: Pick<Selectable<ThreadsTable>, 'message_count' | 'visible_count' | 'last_user_activity_at'>, rows: readonly MessageRow[], change: CounterChange) {
-  // User activity never moves backwards.
-  const before = thread.last_user_activity_at === null ? null : isoFromDatabase(thread.last_user_activity_at);
-  const lastUserActivityAt = change.userActivityAt === null || (before !== null && before >= change.userActivityAt) ? before : change.userActivityAt;
-  return {
-    message_count: thread.message_count + rows.length,
-    visible_count: thread.visible_count + change.visibleAdded,
-    updated_at: change.updatedAt,
-    last_user_activity_at: lastUserActivityAt,
-    ...(change.lastVisible === null ? {} : { last_visible_preview: change.lastVisible.preview, last_visible_at: change.lastVisible.at }),
-  };
-}
 
 function toThreadRecord(row: Selectable<ThreadsTable>): ThreadRecord {
   return {
@@ -274,17 +204,3 @@ function toThreadRecord(row: Selectable<ThreadsTable>): ThreadRecord {
   };
 }
 
-function toStoredMessage(row: Selectable<ThreadMessagesTable>): StoredMessage {
-  return {
-    threadId: row.thread_id,
-    seq: row.seq,
-    id: row.message_id,
-    type: row.type,
-    content: decodeJson(row.content),
-    additionalKwargs: decodeJsonRecord(row.additional_kwargs),
-    responseMetadata: decodeJsonRecord(row.response_metadata),
-    visibility: row.visibility as Visibility,
-    runId: row.run_id,
-    createdAt: isoFromDatabase(row.created_at),
-  };
-}

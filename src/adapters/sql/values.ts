@@ -44,3 +44,10 @@ export function checkLimit(limit: number): number {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new VigilError('VALIDATION_FAILED', `invalid limit: ${limit}`);
   return limit;
 }
+
+/** A history row's time as read: epoch milliseconds (SQLite), a Date (pg's timestamptz parser) or its text. */
+export function createdAtFromDatabase(value: number | bigint | Date | string | null): string {
+  if (value === null) throw new Error('a history row without a time');
+  if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value)).toISOString();
+  return isoFromDatabase(value);
+}

@@ -19,11 +19,11 @@ export interface OrphanedRunSweeperDeps {
   events: EventBus;
   clock: Clock;
   logger: Logger;
-  /** Bring the run's thread projection in step with its checkpoint (what the dead run saved); the messages it added. */
-  syncProjection(run: RunRecord): Promise<StoredMessage[]>;
+  /** The messages the run added to its thread's history (stored with its checkpoints: what the dead run saved). */
+  messagesOfRun(run: RunRecord): Promise<StoredMessage[]>;
 }
 
-/** Told of each run the sweep ended, after `run.end` (e.g. outbound webhooks' `run.completed`), with the messages the sync added. */
+/** Told of each run the sweep ended, after `run.end` (e.g. outbound webhooks' `run.completed`), with the messages the run added. */
 export type SweptRunHook = (run: RunRecord, messages: readonly StoredMessage[]) => Promise<void>;
 
 export interface OrphanedRunSweeperOptions {
@@ -40,9 +40,9 @@ export interface OrphanedRunSweeperOptions {
  * only by the holder of its thread's lock (I8), and the lock is held until the run has
  * recorded its end, so a `running` run whose thread lock can be taken — by nobody here nor,
  * on PostgreSQL, on any other instance (advisory locks die with their connection) — has no
- * process behind it. Each one is ended as `failed` with PROCESS_ENDED_REASON after the
- * thread's projection is synced from its checkpoint (a reply the dead run saved becomes
- * visible), and `run.end` is announced. Without this, a person's or webhook's run cut by a
+ * process behind it. Each one is ended as `failed` with PROCESS_ENDED_REASON, and `run.end`
+ * is announced (a reply the dead run saved is in history already: it is stored with its
+ * checkpoint). Without this, a person's or webhook's run cut by a
  * kill stays `running` forever. A follow-up's own recovery (its redelivered job) treats a
  * swept run as interrupted and finishes its turn once.
  */
@@ -108,9 +108,9 @@ export class OrphanedRunSweeper {
       const log = logger.child({ runId: run.id, threadId: run.threadId, trigger: run.trigger });
       let added: StoredMessage[] = [];
       try {
-        added = await this.#deps.syncProjection(run);
+        added = await this.#deps.messagesOfRun(run);
       } catch (error) {
-        log.error({ err: error }, 'could not sync the projection of an orphaned run; ending it anyway');
+        log.error({ err: error }, 'could not read the messages of an orphaned run; ending it anyway');
       }
       const at = clock.now().toISOString();
       const end = processEndedRunEnd(at);

@@ -13,9 +13,9 @@ import { deltaTextOf } from '../../domain/message-content.js';
 import type { ErrorCode } from '../../domain/errors.js';
 import type { VigilEvent } from '../../domain/events.js';
 import type { RunContext } from '../../domain/run-context.js';
-import { HOLD_SUPERSEDED_WRITES, type Clock, type RunRecord, type Storage, type StoredMessage } from '../ports.js';
+import { HISTORY_SINK, HOLD_INPUT_STEP, HOLD_SUPERSEDED_WRITES, type Clock, type HistorySink, type RunRecord, type Storage, type StoredMessage } from '../ports.js';
 import { resolveRunMeta } from '../run-meta.js';
-import type { MessageProjector } from './message-projector.js';
+import type { MessageAnnouncer } from './message-announcer.js';
 import { classifyModelFailure, type ModelFailure } from './model-failure.js';
 import { retryDecision, sleep, type RetryPolicy } from './retry-policy.js';
 import type { RunOutcome, RunRequest } from './run-request.js';
@@ -25,7 +25,7 @@ export interface RunExecutionDependencies {
   storage: Storage;
   clock: Clock;
   logger: Logger;
-  projector: MessageProjector;
+  announcer: MessageAnnouncer;
   retry: RetryPolicy;
   /** The longest silence inside a model's stream (see streamAttempt); none when undefined. */
   stallTimeoutMs?: number | undefined;
@@ -48,14 +48,12 @@ export interface RunExecutionDependencies {
  */
 export class RunExecution {
   readonly log: Logger;
-  /** Messages this run added to the projection, in order. */
+  /** Messages this run added to the thread's history, in order. */
   readonly projected: StoredMessage[] = [];
   run: RunRecord | undefined;
   attempts = 0;
   /** The graph's last state, for `endReason` (a planner that stopped at a bound says why). */
   private lastValues: unknown;
-  /** Length of the last state's message list that was projected (-1: none yet). */
-  private projectedLength = -1;
   /** The task message's id, and whether it has reached the thread (`onInputStored` is called once). */
   private taskId: string | undefined;
   private inputStored = false;
@@ -69,8 +67,6 @@ export class RunExecution {
   /** How the last failed attempt failed, and why the run stopped retrying. */
   private lastFailure: ModelFailure | undefined;
   private gaveUp: string | undefined;
-  /** How many messages the thread's projection holds, once this run has read or written it (it holds the thread's lock). */
-  private projectionCount: number | undefined;
   /** Whether the last attempt's graph stopped at interrupt(). */
   private interrupted = false;
   /** Stream ids whose deltas were sent but whose message has not reached state yet. */
@@ -81,10 +77,7 @@ export class RunExecution {
     private readonly request: RunRequest,
     private readonly registered: RegisteredGraph,
     readonly controller: AbortController,
-    /** How many messages the thread's projection holds as the run starts (read under the thread's lock). */
-    projectionCount?: number,
   ) {
-    this.projectionCount = projectionCount;
     this.callbacks = deps.callbacks?.();
     const { context, agent } = request;
     this.log = deps.logger.child({ threadId: context.threadId, runId: context.runId });
@@ -133,7 +126,7 @@ export class RunExecution {
     // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
     const task = input === null ? null : toTaskMessage(input);
     this.taskId = task?.id;
-    const graphInput = task === null ? null : { messages: [task] };
+    const graphInput = task === null ? null : { messages: [...(await this.unappliedMessages(task.id)), task] };
     for (;;) {
       this.attempts += 1;
       this.streamedThisAttempt = false;
@@ -157,16 +150,38 @@ export class RunExecution {
   }
 
   /**
+   * Messages the thread's history shows that no stored checkpoint holds (a person's message
+   * accepted by a run whose process ended before its checkpoint was stored): the run takes
+   * them first, before its own task, so the agent sees what was said, in order.
+   */
+  private async unappliedMessages(taskId: string | undefined): Promise<BaseMessage[]> {
+    const unapplied = (await this.deps.storage.checkpointer.unappliedMessages?.(this.context.threadId)) ?? [];
+    const taken = unapplied.filter((message) => message.id !== taskId);
+    if (taken.length > 0) this.log.warn({ messageIds: taken.map((message) => message.id) }, 'the thread held accepted messages no checkpoint had (a run cut short by its process ending): taken in first');
+    return taken;
+  }
+
+  /**
    * The graph's config for an attempt. Every graph a run drives takes one node per step,
    * and each attempt ends with settleCheckpoints: the saver may hold what the next
-   * checkpoint supersedes (HOLD_SUPERSEDED_WRITES).
+   * checkpoint supersedes (HOLD_SUPERSEDED_WRITES), the step that applied a task message
+   * included (HOLD_INPUT_STEP: the run took the thread's unapplied messages first). What the
+   * run adds to history is recorded with its id and told back as stored (HISTORY_SINK).
    */
   private attemptConfig(): RunnableConfig {
     const config = runConfig(this.settings);
     // The attempt's first model call is paid already: by the run's admission, or by beforeRetry
     // (I5); unless the request says nothing paid ahead, when each call pays its way.
     const prepaid: PrepaidModelCall = { remaining: this.request.firstCallPrepaid === false ? 0 : 1 };
-    return { ...config, configurable: { ...config.configurable, [HOLD_SUPERSEDED_WRITES]: true, [PREPAID_MODEL_CALL]: prepaid }, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
+    const sink: HistorySink = { runId: this.runId, now: () => this.deps.clock.now().toISOString(), onStored: (messages) => this.onStored(messages) };
+    const configurable = {
+      ...config.configurable,
+      [HOLD_SUPERSEDED_WRITES]: true,
+      ...(this.taskId !== undefined ? { [HOLD_INPUT_STEP]: true } : {}),
+      [HISTORY_SINK]: sink,
+      [PREPAID_MODEL_CALL]: prepaid,
+    };
+    return { ...config, configurable, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
   }
 
   /** The attempt ended (however): what the saver held for it is stored, before anything reads the state. */
@@ -197,22 +212,25 @@ export class RunExecution {
     await sleep(decision.delayMs, this.controller.signal);
   }
 
-  /** Most steps add no message (memory recall, planner bookkeeping): only a grown message list is projected. */
+  /** A step's state, streamed once its checkpoint (or, held, the messages it added) is stored. */
   private async onValues(values: unknown): Promise<void> {
     this.lastValues = values;
-    const messages = messagesOf(values);
-    if (messages.length === this.projectedLength) return;
+    if (this.taskId !== undefined && !this.inputStored && endsWithId(messagesOf(values), this.taskId)) this.markInputStored();
+  }
+
+  /** The saver stored messages this run added to history (in the transaction of the checkpoint, or the held step, holding them). */
+  private onStored(messages: StoredMessage[]): void {
     // A step that added messages has ended: what its model streamed is in state now.
     const streamedAs = this.unlanded.size === 1 ? [...this.unlanded][0] : undefined;
     this.unlanded.clear();
-    const projection = await this.deps.projector.projectTail(this.context, messages, this.runId, { streamedAs, knownCount: this.projectionCount });
-    this.projected.push(...projection.stored);
-    this.projectionCount = projection.messageCount;
-    this.projectedLength = messages.length;
-    if (this.taskId !== undefined && !this.inputStored && endsWithId(messages, this.taskId)) {
-      this.inputStored = true;
-      this.request.onInputStored?.();
-    }
+    this.projected.push(...messages);
+    this.deps.announcer.announce(this.context, this.runId, messages, streamedAs);
+    if (this.taskId !== undefined && !this.inputStored && messages.some((message) => message.id === this.taskId)) this.markInputStored();
+  }
+
+  private markInputStored(): void {
+    this.inputStored = true;
+    this.request.onInputStored?.();
   }
 
   /** Tell clients that the deltas they got for a message that never reached state are void. */
@@ -262,7 +280,7 @@ export class RunExecution {
     return { run, messages: this.projected };
   }
 
-  /** The run failed or was cancelled: bring the projection in step with the checkpoint and record why. */
+  /** The run failed or was cancelled: record why (history is in step with the checkpoint: the saver writes both at once). */
   async failRun(error: unknown): Promise<RunOutcome> {
     const cancelled = this.controller.signal.aborted;
     const failure = this.lastFailure ?? classifyModelFailure(error, { streamed: this.streamedThisAttempt });
@@ -271,13 +289,6 @@ export class RunExecution {
     if (cancelled) this.log.info({ reason: message }, 'run cancelled');
     else this.log.error({ err: error, code, attempts: this.attempts }, 'run failed');
     if (!this.run) throw error;
-    // The input may already be in the checkpoint: keep the projection in step with it.
-    try {
-      const state = await this.registered.graph.getState(runConfig(this.settings));
-      this.projected.push(...(await this.deps.projector.project(this.context, messagesOf(state.values), this.runId)));
-    } catch (projectionError) {
-      this.log.error({ err: projectionError }, 'could not bring the message projection in step after a failed run');
-    }
     this.run = await this.deps.storage.runs.finish(this.runId, {
       status: cancelled ? 'cancelled' : 'failed',
       reason: cancelled ? message : failureReason(failure, this.attempts, this.gaveUp),

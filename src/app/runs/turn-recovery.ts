@@ -28,7 +28,8 @@ export type CutShortTurn = { messageId: string } | { takenUpStep: string };
  * Under the thread's lock (nothing else runs on it): where the cut-short turn stands in the
  * checkpoint, with its previous run ended as its record should say (a run a dead process
  * left running: succeeded if its reply was saved, else failed as the sweep would), and the
- * projection brought in step when the checkpoint holds the whole turn (or a person moved on).
+ * messages the cut-short run added to history when the checkpoint holds the whole turn (or a
+ * person moved on).
  */
 export async function inspectCutShortTurn(
   deps: { coordinator: RunCoordinator; storage: Storage },
@@ -44,6 +45,7 @@ export async function inspectCutShortTurn(
     const end = turn === 'answered' ? { status: 'succeeded' as const, reason: 'its process ended after the reply was saved' } : processEndedRunEnd(now);
     await deps.storage.runs.finish(previous.record.id, { ...end, endedAt: now });
   }
-  const synced = turn === 'answered' || turn === 'superseded' ? await deps.coordinator.syncProjection(agent, context, previous.runId) : [];
+  // History is stored with the checkpoints: what the cut-short run added is there already.
+  const synced = (turn === 'answered' || turn === 'superseded') && previous.runId !== null ? await deps.storage.threads.messagesOfRun(context.userId, context.threadId, previous.runId) : [];
   return { turn, synced };
 }

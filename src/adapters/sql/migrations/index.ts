@@ -26,8 +26,9 @@ import { runThreadDeletedMigration } from './0021-run-thread-deleted.js';
 import { retentionFireProtocolIndexesMigration } from './0022-retention-fire-protocol-indexes.js';
 import { approvalOutcomeMigration } from './0023-approval-outcome.js';
 import { memorySearchWordsMigration } from './0024-memory-search-words.js';
+import { threadStoreMigration } from './0025-thread-store.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration, approvalOutcomeMigration, memorySearchWordsMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration, approvalOutcomeMigration, memorySearchWordsMigration, threadStoreMigration];

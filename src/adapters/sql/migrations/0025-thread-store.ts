@@ -1,0 +1,134 @@
+/**
+ * Version 25: one store for a thread's messages and checkpoints (issue 10: a thread's cost
+ * follows what is new, not its age).
+ *
+ * Before, a message was kept twice (the history projection `thread_messages`, and the
+ * checkpoint saver's message log), and checkpoints were rows in LangGraph's own formats,
+ * keyed by the thread's text id repeated in every row and index entry. Now:
+ *
+ *  - `thread_keys` gives each (thread id, checkpoint namespace) a small integer, the key of
+ *    every other row. Keys are never reused (AUTOINCREMENT, an identity column), so what a
+ *    process remembers of a key's rows stays true for as long as the key exists, and a
+ *    thread deleted and made again with the same id is a new key.
+ *  - `thread_messages` holds each version of each message once, numbered in the thread
+ *    (`seq`), in the serializer's form packed (message-row-codec.ts). A row the thread's
+ *    history shows carries its `visibility`, run and time; every other row (a later version
+ *    of a message, a subgraph's messages) has none. History is these rows, so it can no more
+ *    fall out of step with the checkpoints than they with each other: both are written in
+ *    one transaction.
+ *  - `thread_checkpoints`: a checkpoint is its ids, the last message number it refers to
+ *    (so what came after it is found without decoding it), and one packed body holding the
+ *    checkpoint's skeleton (message lists as ranges of numbers) with its metadata.
+ *  - `thread_checkpoint_writes`, `thread_values`: pending writes, and large channel values
+ *    stored once per distinct value (the conversation summary).
+ *
+ * The old tables are renamed or left as they are here; the conversion of their rows
+ * (legacy-checkpoint-conversion.ts) moves what they hold, then drops them.
+ */
+import type { Migration } from './migration.js';
+
+const sqlite = [
+  'ALTER TABLE thread_messages RENAME TO thread_messages_v1',
+  `CREATE TABLE thread_keys (
+    key INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL,
+    UNIQUE (thread_id, checkpoint_ns)
+  )`,
+  `CREATE TABLE thread_messages (
+    thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    body BLOB NOT NULL,
+    visibility TEXT CHECK (visibility IN ('user', 'internal')),
+    run_id TEXT,
+    created_at INTEGER,
+    PRIMARY KEY (thread_key, seq)
+  ) WITHOUT ROWID`,
+  `CREATE UNIQUE INDEX thread_messages_history_id ON thread_messages (thread_key, message_id) WHERE visibility IS NOT NULL`,
+  `CREATE TABLE thread_checkpoints (
+    thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    checkpoint_id TEXT NOT NULL,
+    parent_id TEXT,
+    last_seq INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (thread_key, checkpoint_id)
+  ) WITHOUT ROWID`,
+  `CREATE TABLE thread_checkpoint_writes (
+    thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    type TEXT,
+    value BLOB,
+    task_path TEXT NOT NULL,
+    PRIMARY KEY (thread_key, checkpoint_id, task_id, idx)
+  ) WITHOUT ROWID`,
+  `CREATE TABLE thread_values (
+    thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    hash TEXT NOT NULL,
+    type TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (thread_key, hash)
+  ) WITHOUT ROWID`,
+];
+
+const postgres = [
+  'ALTER TABLE thread_messages RENAME TO thread_messages_v1',
+  // Index names are the schema's: the old table's go with it under names of their own.
+  'ALTER INDEX thread_messages_pkey RENAME TO thread_messages_v1_pkey',
+  'ALTER INDEX thread_messages_thread_id_message_id_key RENAME TO thread_messages_v1_thread_id_message_id_key',
+  'ALTER INDEX thread_messages_visible RENAME TO thread_messages_v1_visible',
+  `CREATE TABLE thread_keys (
+    key integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    thread_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    UNIQUE (thread_id, checkpoint_ns)
+  )`,
+  `CREATE TABLE thread_messages (
+    thread_key integer NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    seq integer NOT NULL,
+    message_id text NOT NULL,
+    type text NOT NULL,
+    body bytea NOT NULL,
+    visibility text CHECK (visibility IN ('user', 'internal')),
+    run_id text,
+    created_at timestamptz,
+    PRIMARY KEY (thread_key, seq)
+  )`,
+  `CREATE UNIQUE INDEX thread_messages_history_id ON thread_messages (thread_key, message_id) WHERE visibility IS NOT NULL`,
+  `CREATE TABLE thread_checkpoints (
+    thread_key integer NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    checkpoint_id text NOT NULL,
+    parent_id text,
+    last_seq integer NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (thread_key, checkpoint_id)
+  )`,
+  `CREATE TABLE thread_checkpoint_writes (
+    thread_key integer NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    checkpoint_id text NOT NULL,
+    task_id text NOT NULL,
+    idx integer NOT NULL,
+    channel text NOT NULL,
+    type text,
+    value bytea,
+    task_path text NOT NULL,
+    PRIMARY KEY (thread_key, checkpoint_id, task_id, idx)
+  )`,
+  `CREATE TABLE thread_values (
+    thread_key integer NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
+    hash text NOT NULL,
+    type text NOT NULL,
+    value bytea NOT NULL,
+    PRIMARY KEY (thread_key, hash)
+  )`,
+];
+
+export const threadStoreMigration: Migration = {
+  version: 25,
+  name: 'thread-store',
+  statements: { sqlite, postgres },
+};
