@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewAgent, NewRun, Storage, StoredMessage } from '../../src/app/ports.js';
 import { projectMessage } from '../../src/app/message-projection.js';
@@ -14,6 +15,8 @@ import { SqlHookRepository } from '../../src/adapters/sql/hook-repository.js';
 import type { SqlStorage } from '../../src/adapters/sql/sql-storage.js';
 import { SqlProtocolStore } from '../../src/adapters/sql/protocol-repository.js';
 import { newRunRecord } from '../../src/app/langgraph/protocol-store.js';
+import { runMetaOf } from '../../src/app/run-meta.js';
+import type { RunContext } from '../../src/domain/run-context.js';
 
 /** A fixed clock: minute `m` after a base instant, as toISOString() text. */
 function at(minute: number, second = 0): string {
@@ -554,6 +557,106 @@ export function storageContract(name: string, open: () => Promise<Storage>): voi
 
       it('fails to finish an unknown run with RUN_NOT_FOUND', async () => {
         expect(await codeOf(storage.runs.finish(randomUUID(), { status: 'succeeded', endedAt: at(1) }))).toBe('RUN_NOT_FOUND');
+      });
+
+      describe('I3: meta, stored without the core keys its columns hold', () => {
+        const db = () => (storage as unknown as SqlStorage).context.db;
+        /** The meta column and its flag as stored, read without the repository. */
+        async function storedMeta(runId: string) {
+          const row = await db().selectFrom('runs').select(['meta', 'meta_core_omitted']).where('id', '=', runId).executeTakeFirstOrThrow();
+          return { meta: row.meta, coreOmitted: Number(row.meta_core_omitted) };
+        }
+        /** Every read path answers `meta` exactly: same keys, values and key order (toEqual ignores order). */
+        async function expectReadsExactly(userId: string, run: NewRun, meta: Record<string, unknown>) {
+          const exactly = JSON.stringify(meta);
+          expect(JSON.stringify((await storage.runs.get(userId, run.id))?.meta)).toBe(exactly);
+          const listed = await storage.runs.listByThread(userId, run.threadId, { limit: 100 });
+          expect(JSON.stringify(listed.find((record) => record.id === run.id)?.meta)).toBe(exactly);
+          const running = await storage.runs.listRunning({ startedBefore: '2001-01-02T00:00:00.000Z', limit: 1_000 });
+          expect(JSON.stringify(running.find((record) => record.id === run.id)?.meta)).toBe(exactly);
+          expect(JSON.stringify((await storage.runs.finish(run.id, { status: 'succeeded', endedAt: at(1) })).meta)).toBe(exactly);
+          expect(JSON.stringify((await storage.runs.get(userId, run.id))?.meta)).toBe(exactly);
+        }
+        /** A run started long before the other cases' runs, so listRunning finds it. */
+        function earlyRun(userId: string, threadId: string, overrides: Partial<NewRun>): NewRun {
+          return newRun(userId, threadId, { requestedAt: '2001-01-01T00:00:00.123Z', startedAt: '2001-01-01T00:00:01.000Z', ...overrides });
+        }
+
+        it('comes back exactly for a user run, a cron run, a webhook run and a follow-up, and the column holds only the other keys', async () => {
+          const userId = randomUUID();
+          const thread = await newThread(userId);
+          const cases: Array<{ context: Pick<RunContext, 'trigger' | 'meta'>; rest: Record<string, unknown> }> = [
+            { context: { trigger: 'user', meta: {} }, rest: {} },
+            {
+              context: { trigger: 'cron', meta: { fire_id: 'fire-1', schedule_id: 'schedule-1', scheduled_for_utc: '2001-01-01T00:00:00Z' } },
+              // In the schema's order, as the meta has it.
+              rest: { schedule_id: 'schedule-1', fire_id: 'fire-1', scheduled_for_utc: '2001-01-01T00:00:00Z' },
+            },
+            {
+              context: { trigger: 'webhook', meta: { hook_id: 'hook-1', delivery_id: 'delivery-1', payload: { zeta: 'last?', alpha: 1, mid: null } } },
+              rest: { hook_id: 'hook-1', delivery_id: 'delivery-1', payload: { zeta: 'last?', alpha: 1, mid: null } },
+            },
+            { context: { trigger: 'autonomy', meta: { trigger_type: 'question_unanswered', trigger_reason: 'no answer for 2 h', timer_id: 'timer-1' } }, rest: { trigger_type: 'question_unanswered', trigger_reason: 'no answer for 2 h', timer_id: 'timer-1' } },
+          ];
+          for (const { context, rest } of cases) {
+            const run = earlyRun(userId, thread.id, { trigger: context.trigger });
+            const meta = runMetaOf({ ...context, runId: run.id, requestedAt: run.requestedAt, correlationId: run.correlationId });
+            expect(Object.keys(meta).slice(0, 4)).toEqual(['trigger', 'run_id', 'requested_at_utc', 'correlation_id']);
+            const created = await storage.runs.create({ ...run, meta });
+            expect(JSON.stringify(created.meta)).toBe(JSON.stringify(meta));
+            // The row holds the keys the columns do not: the core keys are rebuilt on read.
+            expect(await storedMeta(run.id)).toEqual({ meta: JSON.stringify(rest), coreOmitted: 1 });
+            await expectReadsExactly(userId, run, meta);
+          }
+        });
+
+        it('is stored whole when its core keys could not be rebuilt from the columns, and comes back exactly', async () => {
+          const userId = randomUUID();
+          const thread = await newThread(userId);
+          const odd: Array<(run: NewRun) => Record<string, unknown>> = [
+            // A core key that differs from its column.
+            (run) => ({ trigger: 'user', run_id: 'another-run', requested_at_utc: run.requestedAt, correlation_id: run.correlationId }),
+            (run) => ({ trigger: 'cron', run_id: run.id, requested_at_utc: run.requestedAt, correlation_id: run.correlationId }),
+            (run) => ({ trigger: 'user', run_id: run.id, requested_at_utc: '2001-01-01T00:00:00.123+00:00', correlation_id: run.correlationId }),
+            (run) => ({ trigger: 'user', run_id: run.id, requested_at_utc: run.requestedAt, correlation_id: 42 }),
+            // Core keys not first, or not in the order a read would put them.
+            (run) => ({ source: 'test', trigger: 'user', run_id: run.id, requested_at_utc: run.requestedAt, correlation_id: run.correlationId }),
+            (run) => ({ run_id: run.id, trigger: 'user', requested_at_utc: run.requestedAt, correlation_id: run.correlationId }),
+            // An integer-like key always comes first in an object.
+            (run) => ({ trigger: 'user', run_id: run.id, requested_at_utc: run.requestedAt, correlation_id: run.correlationId, 7: 'seven' }),
+            // Some core keys only, none, or nothing.
+            (run) => ({ trigger: 'user', run_id: run.id }),
+            () => ({ source: 'test', nested: { n: 1 } }),
+            () => ({}),
+          ];
+          for (const metaOf of odd) {
+            const run = earlyRun(userId, thread.id, {});
+            const meta = metaOf(run);
+            const created = await storage.runs.create({ ...run, meta });
+            expect(JSON.stringify(created.meta)).toBe(JSON.stringify(meta));
+            expect(await storedMeta(run.id)).toEqual({ meta: JSON.stringify(meta), coreOmitted: 0 });
+            await expectReadsExactly(userId, run, meta);
+          }
+        });
+
+        it('reads a run written before the core keys were left out (its whole meta, no flag) as before', async () => {
+          const userId = randomUUID();
+          const thread = await newThread(userId);
+          const rows = [
+            // As every run was written: the core keys first, copies of the columns.
+            (id: string, correlationId: string) => ({ trigger: 'cron', run_id: id, requested_at_utc: '2001-01-01T00:00:00.123Z', correlation_id: correlationId, schedule_id: 's', fire_id: 'f', scheduled_for_utc: '2001-01-01T00:00:00Z' }),
+            (id: string, correlationId: string) => ({ note: 'first', trigger: 'cron', run_id: id, correlation_id: correlationId }),
+          ];
+          for (const metaOf of rows) {
+            const run = earlyRun(userId, thread.id, { trigger: 'cron' });
+            const meta = metaOf(run.id, run.correlationId);
+            // The INSERT the repository made before this change: no meta_core_omitted, left to its default.
+            await sql`INSERT INTO runs (id, thread_id, user_id, agent_id, trigger, meta, correlation_id, status, reason, error_code, error_message, model, requested_at, started_at, ended_at)
+              VALUES (${run.id}, ${run.threadId}, ${run.userId}, ${run.agentId}, ${run.trigger}, ${JSON.stringify(meta)}, ${run.correlationId}, 'running', NULL, NULL, NULL, ${run.model}, ${run.requestedAt}, ${run.startedAt}, NULL)`.execute(db());
+            expect(await storedMeta(run.id)).toEqual({ meta: JSON.stringify(meta), coreOmitted: 0 });
+            await expectReadsExactly(userId, run, meta);
+          }
+        });
       });
     });
 

@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 import type { ReportMessage, ReportRun, ReportTimer } from '../../domain/autonomy/autonomy-report.js';
 import type { SqlContext } from './database.js';
 import type { TimersTable } from './timer-tables.js';
-import { createdAtFromDatabase, decodeJsonRecord } from './values.js';
+import { decodeRunMeta, RUN_META_COLUMNS } from './run-meta-codec.js';
+import { createdAtFromDatabase } from './values.js';
 
 /** How many recent autonomous runs a report reads at most. */
 const REPORT_RUN_LIMIT = 2_000;
@@ -21,7 +22,7 @@ export class SqlAutonomyReportRepository {
     const { db } = this.#context;
     const runRows = await db
       .selectFrom('runs')
-      .select(['id', 'thread_id', 'trigger', 'meta', 'status'])
+      .select([...RUN_META_COLUMNS, 'thread_id', 'status'])
       .where('user_id', '=', userId)
       .where('agent_id', '=', agentId)
       .where('trigger', 'not in', ['user', 'channel'])
@@ -29,7 +30,7 @@ export class SqlAutonomyReportRepository {
       .limit(REPORT_RUN_LIMIT)
       .execute();
     const runs: ReportRun[] = runRows.map((row) => {
-      const meta = decodeJsonRecord(row.meta);
+      const meta = decodeRunMeta(row);
       const triggerType = row.trigger === 'autonomy' && typeof meta.trigger_type === 'string' ? `autonomy:${meta.trigger_type}` : row.trigger;
       return { id: row.id, threadId: row.thread_id, triggerType, status: row.status };
     });

@@ -84,6 +84,8 @@ export interface RunsTable {
   model_inputs: JsonText | null;
   /** 1 once the run's thread was deleted (migration 21): the record stays, no thread lists it. */
   thread_deleted: Generated<number>;
+  /** 1 when `meta` was stored without its core keys, rebuilt on read from the columns (migration 26, run-meta-codec.ts). */
+  meta_core_omitted: Generated<number>;
 }
 
 /** SQLite adds an INTEGER PRIMARY KEY `row_id` for its FTS index; only raw SQL uses it. */

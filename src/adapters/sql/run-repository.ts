@@ -4,7 +4,8 @@ import type { NewRun, RunEnd, RunRecord, RunRepository } from '../../app/ports.j
 import { VigilError } from '../../domain/errors.js';
 import type { RunStatus, RunTrigger } from '../../domain/run-context.js';
 import type { RunsTable, SqlContext } from './database.js';
-import { checkLimit, decodeJson, decodeJsonRecord, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
+import { decodeRunMeta, encodeRunMeta } from './run-meta-codec.js';
+import { checkLimit, decodeJson, encodeJson, isoForDatabase, isoFromDatabase, nullableIsoFromDatabase } from './values.js';
 
 export class SqlRunRepository implements RunRepository {
   readonly #context: SqlContext;
@@ -14,6 +15,8 @@ export class SqlRunRepository implements RunRepository {
   }
 
   async create(run: NewRun): Promise<RunRecord> {
+    const requestedAt = isoForDatabase(run.requestedAt);
+    const stored = encodeRunMeta(run.meta, { trigger: run.trigger, id: run.id, requested_at: requestedAt, correlation_id: run.correlationId });
     const row = await this.#context.db
       .insertInto('runs')
       .values({
@@ -22,14 +25,14 @@ export class SqlRunRepository implements RunRepository {
         user_id: run.userId,
         agent_id: run.agentId,
         trigger: run.trigger,
-        meta: encodeJson(run.meta),
+        ...stored,
         correlation_id: run.correlationId,
         status: 'running',
         reason: null,
         error_code: null,
         error_message: null,
         model: run.model,
-        requested_at: isoForDatabase(run.requestedAt),
+        requested_at: requestedAt,
         started_at: isoForDatabase(run.startedAt),
         ended_at: null,
       })
@@ -104,7 +107,7 @@ function toRunRecord(row: Selectable<RunsTable>): RunRecord {
     userId: row.user_id,
     agentId: row.agent_id,
     trigger: row.trigger as RunTrigger,
-    meta: decodeJsonRecord(row.meta),
+    meta: decodeRunMeta(row),
     correlationId: row.correlation_id,
     status: row.status as RunStatus,
     reason: row.reason,

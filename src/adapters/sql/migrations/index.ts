@@ -27,8 +27,9 @@ import { retentionFireProtocolIndexesMigration } from './0022-retention-fire-pro
 import { approvalOutcomeMigration } from './0023-approval-outcome.js';
 import { memorySearchWordsMigration } from './0024-memory-search-words.js';
 import { threadStoreMigration } from './0025-thread-store.js';
+import { runMetaCoreOmittedMigration } from './0026-run-meta-core-omitted.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
-export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration, approvalOutcomeMigration, memorySearchWordsMigration, threadStoreMigration];
+export const MIGRATIONS: readonly Migration[] = [coreMigration, timersMigration, hooksChannelsMigration, plansMigration, schedulesMigration, retentionIndexesMigration, approvalsMigration, checkInsMigration, outboundWebhooksMigration, runningRunsIndexMigration, retentionSettledIndexesMigration, langgraphProtocolMigration, runModelInputsMigration, threadEventsMigration, dueTimerJobsMigration, runCancelRequestsMigration, memoryOriginMigration, approvalPositionMigration, hookDeliveryThreadDeletedMigration, memoryUpdatedAtMigration, runThreadDeletedMigration, retentionFireProtocolIndexesMigration, approvalOutcomeMigration, memorySearchWordsMigration, threadStoreMigration, runMetaCoreOmittedMigration];
