@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { openPostgresStorage, openSqliteStorage } from '../src/adapters/storage-factory.js';
 import type { SqlStorage } from '../src/adapters/sql/sql-storage.js';
 import type { BenchOptions } from './types.js';
-import { analyzeSchema, benchSchema, postgresCheckpointCount, postgresTableBytes, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, sqliteTableBytes, tempDir } from './util.js';
+import { analyzeSchema, vacuumSchema, benchSchema, postgresCheckpointCount, postgresTableBytes, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, sqliteTableBytes, tempDir } from './util.js';
 
 export type BackendName = 'sqlite' | 'postgres';
 
@@ -16,6 +16,8 @@ export interface OpenedStorage {
   bytes(): Promise<number>;
   /** Refresh the planner's statistics, as autovacuum would within a minute (PostgreSQL; a no-op on SQLite). */
   analyze(): Promise<void>;
+  /** Make old row versions' space reusable, as autovacuum does (PostgreSQL; a no-op on SQLite, which updates rows in place). */
+  vacuum(): Promise<void>;
   /** Checkpoints saved for the thread. */
   checkpoints(threadId: string): Promise<number>;
   /** Bytes each table holds now, with its indexes (SQLite: pages, from dbstat; PostgreSQL: pg_total_relation_size). */
@@ -35,6 +37,7 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
       storage,
       bytes: () => sqliteBytes(file),
       analyze: async () => undefined,
+      vacuum: async () => undefined,
       checkpoints: (threadId) => sqliteCheckpointCount(file, threadId, VIGIL_CHECKPOINTS),
       tableBytes: () => sqliteTableBytes(file),
     };
@@ -48,6 +51,7 @@ export async function openBenchStorage(options: BenchOptions, backend: BackendNa
     storage,
     bytes: () => schemaBytes(url, schema),
     analyze: () => analyzeSchema(url, schema),
+    vacuum: () => vacuumSchema(url, schema),
     checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId, VIGIL_CHECKPOINTS),
     tableBytes: () => postgresTableBytes(url, schema),
   };

@@ -5,7 +5,9 @@
  *   npx tsx bench/turn-bytes.ts [sqlite|postgres] [size=100] [turns=200]
  *
  * Diagnostic only; not part of `npm run bench`. Many turns, because SQLite grows by whole
- * pages and PostgreSQL by whole 8 KiB blocks.
+ * pages and PostgreSQL by whole 8 KiB blocks. On PostgreSQL the tables are vacuumed every 20
+ * turns, as autovacuum would (`novacuum` as a fourth argument: never), so old versions of
+ * updated rows (a run's record, the thread's counters) count only until their space is reused.
  */
 import type { BackendName } from './backends.js';
 import { vigilHarness } from './turn.bench.js';
@@ -15,14 +17,23 @@ async function main(): Promise<void> {
   const backend = (process.argv[2] ?? 'sqlite') as BackendName;
   const size = Number(process.argv[3] ?? 100);
   const turns = Number(process.argv[4] ?? 200);
+  const vacuumEvery = process.argv[5] === 'novacuum' ? 0 : 20;
   const { options, cleanup } = diagnosticOptions();
   try {
     const harness = await vigilHarness(options, backend);
     await harness.seed(size);
     for (let index = 0; index < 3; index++) await harness.turn(index);
+    const vacuum = async () => {
+      if (vacuumEvery > 0) await harness.vacuum?.();
+    };
+    await vacuum();
     const before = await harness.tableBytes!();
     const totalBefore = await harness.bytes();
-    for (let index = 0; index < turns; index++) await harness.turn(3 + index);
+    for (let index = 0; index < turns; index++) {
+      await harness.turn(3 + index);
+      if (vacuumEvery > 0 && (index + 1) % vacuumEvery === 0) await vacuum();
+    }
+    await vacuum();
     const after = await harness.tableBytes!();
     const totalAfter = await harness.bytes();
     const newJson = await harness.lastMessagesJson(2);

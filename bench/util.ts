@@ -94,6 +94,19 @@ export async function postgresTableBytes(url: string, schema: string): Promise<M
   });
 }
 
+/**
+ * VACUUM every table of the schema, as autovacuum does on a live server: PostgreSQL keeps a
+ * row's old versions (an updated run record, the thread's counters) until a vacuum makes
+ * their space reusable. Without it, growth over a few turns counts space the next turns
+ * would have reused.
+ */
+export async function vacuumSchema(url: string, schema: string): Promise<void> {
+  await withClient(url, async (client) => {
+    const tables = await client.query<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema]);
+    for (const { tablename } of tables.rows) await client.query(`VACUUM ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(tablename)}`);
+  });
+}
+
 export async function analyzeSchema(url: string, schema: string): Promise<void> {
   await withClient(url, async (client) => {
     const tables = await client.query<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema]);

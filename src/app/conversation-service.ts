@@ -121,13 +121,11 @@ export class ConversationService {
   }
 
   /**
-   * Delete a thread: its runs are called off, then its checkpoints go, then the thread in
-   * one transaction with what other features keep of it or would start on it (its pending
-   * follow-ups, bound schedules and webhooks: see ThreadRepository.delete), so a deletion
-   * that fails leaves those as they were. The checkpoints go first, outside it (they are
-   * the checkpointer's, on its own connection): a failure after them leaves the thread,
-   * which a retry deletes, never checkpoints that nothing names and that a thread made
-   * later with the same id would start from. Runs stay as the record of what happened.
+   * Delete a thread: its runs are called off, then the thread goes in one transaction with
+   * its history and checkpoints (one store) and what other features keep of it or would
+   * start on it (its pending follow-ups, bound schedules and webhooks: see
+   * ThreadRepository.delete), so a deletion that fails leaves all of it as it was. Then the
+   * saver forgets what it held of the thread. Runs stay as the record of what happened.
    */
   async deleteThread(userId: string, threadId: string): Promise<void> {
     const thread = await this.getThread(userId, threadId);
@@ -138,8 +136,8 @@ export class ConversationService {
     }
     const gone = new VigilError('THREAD_NOT_FOUND', `no thread "${threadId}"`);
     await this.coordinator.withThreadCleared(userId, threadId, { cancelled: DELETED_REASON, gone }, async () => {
-      await this.storage.checkpointer.deleteThread(threadId);
       if (!(await this.storage.threads.delete(userId, threadId))) throw gone;
+      await this.storage.checkpointer.deleteThread(threadId);
     });
     this.logger.info({ threadId }, 'thread deleted');
     for (const hook of this.threadGoneHooks) {

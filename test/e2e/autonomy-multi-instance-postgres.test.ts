@@ -110,8 +110,8 @@ describePostgres('autonomy: three instances, one database', postgres, () => {
       SELECT count(*) FILTER (WHERE message_id LIKE 'follow-up-%') AS synthetic,
              count(DISTINCT message_id) FILTER (WHERE message_id LIKE 'follow-up-%') AS distinct_synthetic,
              count(*) FILTER (WHERE type = 'ai') AS replies,
-             (SELECT count(*) FROM (SELECT thread_id FROM thread_messages WHERE type = 'ai' GROUP BY thread_id HAVING count(*) = 1) AS one) AS threads_with_one_reply
-      FROM thread_messages`.execute(db);
+             (SELECT count(*) FROM (SELECT thread_id FROM thread_history WHERE type = 'ai' GROUP BY thread_id HAVING count(*) = 1) AS one) AS threads_with_one_reply
+      FROM thread_history`.execute(db);
     expect(messages.rows[0]).toEqual({ synthetic: String(TIMERS), distinct_synthetic: String(TIMERS), replies: String(TIMERS), threads_with_one_reply: String(TIMERS) });
 
     const linked = await sql<{ linked: string }>`

@@ -175,7 +175,7 @@ describePostgres('a cluster: three server processes on one PostgreSQL database',
         async () => {
           const { rows } = await sql<{ fired: string; replied: string; fires: string; running: string }>`
             SELECT (SELECT count(*) FROM timers WHERE state = 'fired') AS fired,
-                   (SELECT count(DISTINCT thread_id) FROM thread_messages WHERE type = 'ai' AND run_id IN (SELECT id FROM runs WHERE trigger = 'autonomy')) AS replied,
+                   (SELECT count(DISTINCT thread_id) FROM thread_history WHERE type = 'ai' AND run_id IN (SELECT id FROM runs WHERE trigger = 'autonomy')) AS replied,
                    (SELECT count(*) FROM schedule_fires WHERE status IN ('succeeded', 'failed', 'skipped')) AS fires,
                    (SELECT count(*) FROM runs WHERE status = 'running') AS running`.execute(db);
           const row = rows[0]!;
@@ -191,9 +191,9 @@ describePostgres('a cluster: three server processes on one PostgreSQL database',
       const perThread = await sql<{ thread_id: string; fired: string; synthetic: string; replies: string; people: string }>`
         SELECT t.id AS thread_id,
                (SELECT count(*) FROM timers WHERE thread_id = t.id AND state = 'fired') AS fired,
-               (SELECT count(*) FROM thread_messages WHERE thread_id = t.id AND message_id LIKE 'follow-up-%') AS synthetic,
-               (SELECT count(*) FROM thread_messages WHERE thread_id = t.id AND type = 'ai') AS replies,
-               (SELECT count(*) FROM thread_messages WHERE thread_id = t.id AND type = 'human' AND visibility = 'user') AS people
+               (SELECT count(*) FROM thread_history WHERE thread_id = t.id AND message_id LIKE 'follow-up-%') AS synthetic,
+               (SELECT count(*) FROM thread_history WHERE thread_id = t.id AND type = 'ai') AS replies,
+               (SELECT count(*) FROM thread_history WHERE thread_id = t.id AND type = 'human' AND visibility = 'user') AS people
         FROM threads t WHERE t.agent_id = 'fleet' AND t.id <> ${preemptThread}`.execute(db);
       expect(perThread.rows).toHaveLength(THREADS);
       const wrong = perThread.rows.filter((row) => [row.fired, row.synthetic, row.people].some((value) => Number(value) !== 1) || Number(row.replies) !== 2);
@@ -234,7 +234,7 @@ describePostgres('a cluster: three server processes on one PostgreSQL database',
 
       // Every reply of a run that announced its end reached C as message.end (a run announces its replies before its end).
       const announcedEnds = new Set(frames.filter((frame) => frame.type === 'run.end' && frame.reason !== PROCESS_ENDED_REASON).map((frame) => frame.runId as string));
-      const replies = await sql<{ message_id: string; run_id: string }>`SELECT message_id, run_id FROM thread_messages WHERE type = 'ai' AND visibility = 'user' AND run_id IS NOT NULL`.execute(db);
+      const replies = await sql<{ message_id: string; run_id: string }>`SELECT message_id, run_id FROM thread_history WHERE type = 'ai' AND visibility = 'user' AND run_id IS NOT NULL`.execute(db);
       const endedMessages = new Set(frames.filter((frame) => frame.type === 'message.end').map((frame) => frame.message.id as string));
       const unseen = replies.rows.filter((row) => announcedEnds.has(row.run_id) && !endedMessages.has(row.message_id));
       expect(unseen).toEqual([]);

@@ -54,7 +54,7 @@ export function deletedDataSuite(backend: () => Backend): void {
       expect(second.status).toBe(404);
       expect(second.body.error.code).toBe('THREAD_NOT_FOUND');
       expect(await checkpointOf(threadId)).toBeUndefined();
-      const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM checkpoint_messages WHERE thread_id = ${threadId}`.execute(sqlDb());
+      const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM thread_messages m JOIN thread_keys k ON k.key = m.thread_key WHERE k.thread_id = ${threadId}`.execute(sqlDb());
       expect(Number(rows[0]!.n)).toBe(0);
 
       // Bob takes the id through the LangGraph protocol and talks on it.
@@ -66,17 +66,21 @@ export function deletedDataSuite(backend: () => Backend): void {
       expect(JSON.stringify(await checkpointOf(threadId))).not.toContain('secret');
     });
 
-    it('deleting a thread leaves no row of it in any checkpoint table', async () => {
+    it('deleting a thread leaves no row of it in the thread store (history, checkpoints, writes, values)', async () => {
       const threadId = await newThread();
       for (const text of ['one', 'two']) expect((await server.request('POST', `/api/threads/${threadId}/messages`, { body: { content: `secret ${text}` } })).status).toBe(200);
+      const keys = (await sql<{ key: number }>`SELECT key FROM thread_keys WHERE thread_id = ${threadId}`.execute(sqlDb())).rows.map((row) => row.key);
+      expect(keys.length).toBeGreaterThan(0);
       expect((await server.request('DELETE', `/api/threads/${threadId}`)).status).toBe(204);
-      const tables = backend().kind === 'postgres' ? ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes', 'checkpoint_messages'] : ['checkpoints', 'writes', 'checkpoint_messages', 'checkpoint_values'];
+      const tables = ['thread_messages', 'thread_checkpoints', 'thread_checkpoint_writes', 'thread_values'];
       const counts: Record<string, number> = {};
       for (const table of tables) {
-        const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE thread_id = ${threadId}`.execute(sqlDb());
+        const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE thread_key IN (${sql.join(keys)})`.execute(sqlDb());
         counts[table] = Number(rows[0]!.n);
       }
       expect(counts).toEqual(Object.fromEntries(tables.map((table) => [table, 0])));
+      expect((await sql<{ n: number | string }>`SELECT count(*) AS n FROM thread_keys WHERE thread_id = ${threadId}`.execute(sqlDb())).rows[0]!.n).toEqual(expect.anything());
+      expect(Number((await sql<{ n: number | string }>`SELECT count(*) AS n FROM thread_keys WHERE thread_id = ${threadId}`.execute(sqlDb())).rows[0]!.n)).toBe(0);
     });
 
     it("a deleted thread's pending approvals are gone, arguments and all; a memory the agent noted there stays, no longer naming it", async () => {

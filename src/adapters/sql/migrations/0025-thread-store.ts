@@ -21,6 +21,7 @@
  *    checkpoint's skeleton (message lists as ranges of numbers) with its metadata.
  *  - `thread_checkpoint_writes`, `thread_values`: pending writes, and large channel values
  *    stored once per distinct value (the conversation summary).
+ *  - `thread_history`, a view: the rows history shows, by thread id (bodies are packed).
  *
  * The old tables are renamed or left as they are here; the conversion of their rows
  * (legacy-checkpoint-conversion.ts) moves what they hold, then drops them.
@@ -47,6 +48,11 @@ const sqlite = [
     PRIMARY KEY (thread_key, seq)
   ) WITHOUT ROWID`,
   `CREATE UNIQUE INDEX thread_messages_history_id ON thread_messages (thread_key, message_id) WHERE visibility IS NOT NULL`,
+  // History as rows (for operators and SQL checks): the bodies are packed, see message-row-codec.ts.
+  `CREATE VIEW thread_history AS
+    SELECT k.thread_id, m.seq, m.message_id, m.type, m.visibility, m.run_id, m.created_at
+    FROM thread_messages m JOIN thread_keys k ON k.key = m.thread_key
+    WHERE k.checkpoint_ns = '' AND m.visibility IS NOT NULL`,
   `CREATE TABLE thread_checkpoints (
     thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
     checkpoint_id TEXT NOT NULL,
@@ -99,6 +105,11 @@ const postgres = [
     PRIMARY KEY (thread_key, seq)
   )`,
   `CREATE UNIQUE INDEX thread_messages_history_id ON thread_messages (thread_key, message_id) WHERE visibility IS NOT NULL`,
+  // History as rows (for operators and SQL checks): the bodies are packed, see message-row-codec.ts.
+  `CREATE VIEW thread_history AS
+    SELECT k.thread_id, m.seq, m.message_id, m.type, m.visibility, m.run_id, m.created_at
+    FROM thread_messages m JOIN thread_keys k ON k.key = m.thread_key
+    WHERE k.checkpoint_ns = '' AND m.visibility IS NOT NULL`,
   `CREATE TABLE thread_checkpoints (
     thread_key integer NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
     checkpoint_id text NOT NULL,
