@@ -272,11 +272,10 @@ export function heldCheckpointWritesSuite(makeBackend: () => Promise<StoreBacken
     expect(await countRows(server, 'thread_checkpoint_writes', threadId)).toBe(1);
   });
 
-  // Defect (see the report): unapplied() takes every history row numbered after the latest
-  // checkpoint's last_seq, and last_seq is the highest row that checkpoint refers to; a later
-  // checkpoint that no longer holds the newest message (a removal, or a fork from an older
-  // checkpoint) makes a message earlier checkpoints held look accepted-but-never-applied.
-  it.fails('unappliedMessages names only messages no stored checkpoint held: not a reply a later checkpoint removed', async () => {
+  // A checkpoint records the thread's last row when it is stored, not the highest row it
+  // refers to: a later checkpoint that no longer holds the newest message (a removal, or a
+  // fork from an older checkpoint) must not make that message look accepted but never applied.
+  it('unappliedMessages names only messages no stored checkpoint held: not a reply a later checkpoint removed', async () => {
     const server = await backend.open();
     const threadId = `removed-${randomUUID()}`;
     const graph = buildGraph(server.checkpointer);

@@ -498,6 +498,17 @@ export function threadSaverSuite(makeBackend: () => Promise<StoreBackend>): void
       }
     }
   });
+
+  it('runs on more threads at once than memory keeps still store each message once: a key evicted between a run\'s read and its writes knows the state the run holds', async () => {
+    const server = await backend.open({ messageMemory: { maxThreads: 1 } });
+    const threads = [`busy-${randomUUID()}`, `busy-${randomUUID()}`, `busy-${randomUUID()}`];
+    // Each round's runs side by side: their steps interleave, so every key is evicted mid-run.
+    for (let index = 0; index < 4; index++) await Promise.all(threads.map((threadId) => turns(buildGraph(server.checkpointer), threadId, index, 1)));
+    for (const threadId of threads) {
+      expect(messagesOf(await server.checkpointer.getTuple(latest(threadId)))).toHaveLength(8);
+      expect(await countRows(server, 'thread_messages', threadId)).toBe(8);
+    }
+  });
 }
 
 /** A removal and a replacement by id on a thread, on both savers. */

@@ -83,7 +83,8 @@ WITH input AS (
   ON CONFLICT DO NOTHING
 ), stored_checkpoint AS (
   INSERT INTO thread_checkpoints (thread_key, checkpoint_id, parent_id, last_seq, body)
-  SELECT $1, $19::text, $20::text, $21::int, $22::bytea WHERE $19::text IS NOT NULL
+  SELECT $1, $19::text, $20::text, greatest($21::int, (SELECT coalesce(max(seq), 0) FROM thread_messages WHERE thread_key = $1)), $22::bytea
+  WHERE $19::text IS NOT NULL
   ON CONFLICT (thread_key, checkpoint_id) DO UPDATE SET parent_id = excluded.parent_id, last_seq = excluded.last_seq, body = excluded.body
 ), counters AS (
   UPDATE threads SET

@@ -148,13 +148,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
           for (const entry of request.values) value.run(request.key, entry.hash, entry.type, entry.value);
           const checkpoint = request.checkpoint;
           if (checkpoint !== undefined) {
-            this.#statement('INSERT OR REPLACE INTO thread_checkpoints (thread_key, checkpoint_id, parent_id, last_seq, body) VALUES (?, ?, ?, ?, ?)').run(
-              request.key,
-              checkpoint.checkpointId,
-              checkpoint.parentId,
-              checkpoint.lastSeq,
-              checkpoint.body,
-            );
+            this.#statement(
+              `INSERT OR REPLACE INTO thread_checkpoints (thread_key, checkpoint_id, parent_id, last_seq, body)
+               VALUES (?, ?, ?, max(?, (SELECT coalesce(max(seq), 0) FROM thread_messages WHERE thread_key = ?)), ?)`,
+            ).run(request.key, checkpoint.checkpointId, checkpoint.parentId, checkpoint.lastSeq, request.key, checkpoint.body);
           }
           if (shown.length > 0 && request.threadId !== undefined) this.#moveCounters(request.threadId, shown, request.at);
           return shown.map((entry) => entry.seq);

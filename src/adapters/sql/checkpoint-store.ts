@@ -67,7 +67,11 @@ export interface CommitRequest {
   runId: string | null;
   at: string;
   values: readonly { hash: string; type: string; value: Uint8Array }[];
-  /** Absent: rows only (what a held checkpoint added, made durable before it is stored). */
+  /**
+   * Absent: rows only (what a held checkpoint added, made durable before it is stored).
+   * `lastSeq`: the highest row the checkpoint refers to; stored is the thread's last row when
+   * the checkpoint is, so that a row after it is one no checkpoint was stored since (see `unapplied`).
+   */
   checkpoint?: { checkpointId: string; parentId: string | null; lastSeq: number; body: Uint8Array } | undefined;
 }
 
@@ -106,6 +110,11 @@ export interface CheckpointStore {
   putWrites(key: number, checkpointId: string, writes: readonly StoredWrite[], replace: boolean): Promise<void>;
   /** The thread's rows of every namespace, history included. */
   deleteThread(threadId: string): Promise<void>;
-  /** History rows of (thread, '') numbered after its latest checkpoint's last row: accepted, never part of a stored state. */
+  /**
+   * History rows of (thread, '') written after its latest checkpoint was stored: accepted by a
+   * run whose checkpoint never came (its process ended), never part of a stored state. A row a
+   * later checkpoint removed (or a fork left out) is not among them: it was there when that
+   * checkpoint was stored.
+   */
   unapplied(threadId: string): Promise<StoredMessageRow[]>;
 }

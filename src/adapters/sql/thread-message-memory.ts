@@ -37,7 +37,6 @@ interface KeyMemory {
    */
   readonly shown: Set<number>;
   readonly hidden: Set<number>;
-  readonly seqOf: WeakMap<object, number>;
   last: { list: readonly unknown[]; seqs: readonly number[] } | undefined;
   /** The number the next new row takes, once known. */
   nextSeq: number | undefined;
@@ -65,6 +64,13 @@ export interface PlannedValues {
 export class ThreadMessageMemory {
   readonly #serde: SerializerProtocol;
   readonly #limits: MessageMemoryLimits;
+  /**
+   * Which row each message instance is, by key, for as long as the instance lives: apart from
+   * the per-key memory, so that a key evicted between a run's read and its writes (a busy
+   * server touching more threads than memory keeps) still knows the messages of the state the
+   * run holds, and writes only what is new.
+   */
+  readonly #rows = new WeakMap<object, { key: number; seq: number }>();
   /** Insertion order is recency. */
   readonly #keys = new Map<number, KeyMemory>();
   #messages = 0;
@@ -111,7 +117,8 @@ export class ThreadMessageMemory {
       for (let index = 0; index < prefix; index++) seqs[index] = memory.last!.seqs[index]!;
       for (let index = prefix; index < list.length; index++) {
         const message = list[index]!;
-        const known = memory.seqOf.get(message) ?? planned.get(message);
+        const numbered = this.#rows.get(message);
+        const known = (numbered?.key === key ? numbered.seq : undefined) ?? planned.get(message);
         if (known !== undefined) {
           seqs[index] = known;
           continue;
@@ -146,8 +153,8 @@ export class ThreadMessageMemory {
   learn(key: number, planned: Pick<PlannedValues, 'rows' | 'marks' | 'last'>, shownSeqs: ReadonlySet<number>): void {
     const memory = this.#memory(key);
     for (const row of planned.rows) {
-      this.#remember(memory, row.seq, row.loaded, row.shown ? (shownSeqs.has(row.seq) ? 'shown' : 'hidden') : undefined);
-      memory.seqOf.set(row.original, row.seq);
+      this.#remember(key, memory, row.seq, row.loaded, row.shown ? (shownSeqs.has(row.seq) ? 'shown' : 'hidden') : undefined);
+      this.#rows.set(row.original, { key, seq: row.seq });
       memory.nextSeq = Math.max(memory.nextSeq ?? 0, row.seq + 1);
     }
     if (planned.last !== undefined) memory.last = planned.last;
@@ -184,7 +191,7 @@ export class ThreadMessageMemory {
         const rows = await fetch(toRanges([...new Set(missing)].sort((a, b) => a - b)));
         for (const row of rows) {
           const { type, value } = decodeMessageRow(row.type, row.body, row.messageId);
-          this.#remember(memory, row.seq, (await this.#serde.loadsTyped(type, value)) as BaseMessage, row.shown === true ? 'shown' : undefined);
+          this.#remember(key, memory, row.seq, (await this.#serde.loadsTyped(type, value)) as BaseMessage, row.shown === true ? 'shown' : undefined);
         }
       }
       const list = seqs.map((seq) => {
@@ -231,10 +238,10 @@ export class ThreadMessageMemory {
     return memory;
   }
 
-  #remember(memory: KeyMemory, seq: number, message: BaseMessage, history: 'shown' | 'hidden' | undefined): void {
+  #remember(key: number, memory: KeyMemory, seq: number, message: BaseMessage, history: 'shown' | 'hidden' | undefined): void {
     if (!memory.bySeq.has(seq)) this.#messages++;
     memory.bySeq.set(seq, message);
-    memory.seqOf.set(message, seq);
+    this.#rows.set(message, { key, seq });
     if (history !== undefined) (history === 'shown' ? memory.shown : memory.hidden).add(seq);
     if (memory.nextSeq !== undefined && seq >= memory.nextSeq) memory.nextSeq = seq + 1;
   }
@@ -251,7 +258,7 @@ export class ThreadMessageMemory {
 }
 
 function emptyMemory(): KeyMemory {
-  return { bySeq: new Map(), shown: new Set(), hidden: new Set(), seqOf: new WeakMap(), last: undefined, nextSeq: undefined };
+  return { bySeq: new Map(), shown: new Set(), hidden: new Set(), last: undefined, nextSeq: undefined };
 }
 
 /** A non-empty list of LangChain messages that all carry a string id: stored as rows. */

@@ -16,9 +16,10 @@
  *    of a message, a subgraph's messages) has none. History is these rows, so it can no more
  *    fall out of step with the checkpoints than they with each other: both are written in
  *    one transaction.
- *  - `thread_checkpoints`: a checkpoint is its ids, the last message number it refers to
- *    (so what came after it is found without decoding it), and one packed body holding the
- *    checkpoint's skeleton (message lists as ranges of numbers) with its metadata.
+ *  - `thread_checkpoints`: a checkpoint is its ids, the thread's last message number when it
+ *    was stored (so a message written after it, accepted by a run whose checkpoint never
+ *    came, is found without decoding it), and one packed body holding the checkpoint's
+ *    skeleton (message lists as ranges of numbers) with its metadata.
  *  - `thread_checkpoint_writes`, `thread_values`: pending writes, and large channel values
  *    stored once per distinct value (the conversation summary).
  *  - `thread_history`, a view: the rows history shows, by thread id (bodies are packed).
