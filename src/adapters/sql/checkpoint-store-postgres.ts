@@ -13,6 +13,14 @@ import { StoreConflict } from './checkpoint-store.js';
 
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
+/** Checkpoint ids are stored as uuid (migration 25): the lowercase form, as LangGraph makes them and PostgreSQL gives them back. */
+const CHECKPOINT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A checkpoint id this store can hold, or a clear error (never PostgreSQL's "invalid input syntax for type uuid"). */
+function storableCheckpointId(id: string): string {
+  if (!CHECKPOINT_ID.test(id)) throw new Error(`checkpoint id "${id}" is not a lowercase UUID: vigil's PostgreSQL store keeps checkpoint ids as uuid (LangGraph makes them so)`);
+  return id;
+}
 
 interface JsonWrite {
   task_id: string;
@@ -45,7 +53,7 @@ function readSql(byId: boolean): string {
     FROM thread_keys k
     LEFT JOIN LATERAL (
       SELECT checkpoint_id, parent_id, last_seq, body FROM thread_checkpoints
-      WHERE thread_key = k.key ${byId ? 'AND checkpoint_id = $3' : ''} ORDER BY checkpoint_id DESC LIMIT 1
+      WHERE thread_key = k.key ${byId ? 'AND checkpoint_id = $3::uuid' : ''} ORDER BY checkpoint_id DESC LIMIT 1
     ) c ON true
     WHERE k.thread_id = $1 AND k.checkpoint_ns = $2`;
 }
@@ -83,8 +91,8 @@ WITH input AS (
   ON CONFLICT DO NOTHING
 ), stored_checkpoint AS (
   INSERT INTO thread_checkpoints (thread_key, checkpoint_id, parent_id, last_seq, body)
-  SELECT $1, $19::text, $20::text, greatest($21::int, (SELECT coalesce(max(seq), 0) FROM thread_messages WHERE thread_key = $1)), $22::bytea
-  WHERE $19::text IS NOT NULL
+  SELECT $1, $19::uuid, $20::uuid, greatest($21::int, (SELECT coalesce(max(seq), 0) FROM thread_messages WHERE thread_key = $1)), $22::bytea
+  WHERE $19::uuid IS NOT NULL
   ON CONFLICT (thread_key, checkpoint_id) DO UPDATE SET parent_id = excluded.parent_id, last_seq = excluded.last_seq, body = excluded.body
 ), counters AS (
   UPDATE threads SET
@@ -122,6 +130,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   async read(threadId: string, checkpointNs: string, checkpointId?: string): Promise<ThreadRead | undefined> {
+    // An id no checkpoint here can have names none.
+    if (checkpointId !== undefined && !CHECKPOINT_ID.test(checkpointId)) return undefined;
     const result = await this.#pool.query<CheckpointRow & { max_seq: number }>(
       readSql(checkpointId !== undefined),
       checkpointId === undefined ? [threadId, checkpointNs] : [threadId, checkpointNs, checkpointId],
@@ -143,8 +153,10 @@ export class PostgresCheckpointStore implements CheckpointStore {
       where.push(`k.checkpoint_ns = $${args.length}`);
     }
     if (query.before !== undefined) {
+      // Ids sort as their lowercase text; one that is not a UUID sorts before none of them.
+      if (!CHECKPOINT_ID.test(query.before)) return [];
       args.push(query.before);
-      where.push(`c.checkpoint_id < $${args.length}`);
+      where.push(`c.checkpoint_id < $${args.length}::uuid`);
     }
     const limit = query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '';
     const result = await this.#pool.query<CheckpointRow>(
@@ -157,8 +169,9 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   async writes(key: number, checkpointId: string): Promise<StoredWrite[]> {
+    if (!CHECKPOINT_ID.test(checkpointId)) return [];
     const result = await this.#pool.query<{ task_id: string; idx: number; channel: string; type: string | null; value: Buffer | null; task_path: string }>(
-      'SELECT task_id, idx, channel, type, value, task_path FROM thread_checkpoint_writes WHERE thread_key = $1 AND checkpoint_id = $2',
+      'SELECT task_id, idx, channel, type, value, task_path FROM thread_checkpoint_writes WHERE thread_key = $1 AND checkpoint_id = $2::uuid',
       [key, checkpointId],
     );
     return result.rows.map((row) => ({ taskId: row.task_id, idx: row.idx, channel: row.channel, type: row.type, value: row.value, taskPath: row.task_path }));
@@ -210,8 +223,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
         request.values.map((value) => value.hash),
         request.values.map((value) => value.type),
         request.values.map((value) => Buffer.from(value.value.buffer, value.value.byteOffset, value.value.byteLength)),
-        checkpoint?.checkpointId ?? null,
-        checkpoint?.parentId ?? null,
+        checkpoint === undefined ? null : storableCheckpointId(checkpoint.checkpointId),
+        checkpoint?.parentId == null ? null : storableCheckpointId(checkpoint.parentId),
         checkpoint?.lastSeq ?? null,
         checkpoint === undefined ? null : Buffer.from(checkpoint.body.buffer, checkpoint.body.byteOffset, checkpoint.body.byteLength),
         request.threadId ?? null,
@@ -226,11 +239,11 @@ export class PostgresCheckpointStore implements CheckpointStore {
     try {
       await this.#pool.query(
         `INSERT INTO thread_checkpoint_writes (thread_key, checkpoint_id, task_id, idx, channel, type, value, task_path)
-         SELECT $1, $2, * FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::bytea[], $8::text[])
+         SELECT $1, $2::uuid, * FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::bytea[], $8::text[])
          ON CONFLICT (thread_key, checkpoint_id, task_id, idx) DO ${replace ? 'UPDATE SET channel = excluded.channel, type = excluded.type, value = excluded.value, task_path = excluded.task_path' : 'NOTHING'}`,
         [
           key,
-          checkpointId,
+          storableCheckpointId(checkpointId),
           writes.map((write) => write.taskId),
           writes.map((write) => write.idx),
           writes.map((write) => write.channel),
