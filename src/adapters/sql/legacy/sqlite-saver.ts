@@ -21,15 +21,15 @@ import { createHash } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { copyCheckpoint, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
-import type { AsyncMutex } from './async-mutex.js';
-import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
+import type { AsyncMutex } from '../async-mutex.js';
+import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from '../checkpoint-cache.js';
 import { packCheckpointDocument, unpackCheckpointDocument } from './checkpoint-document-codec.js';
-import { CheckpointValueCodec, detach } from './checkpoint-values.js';
-import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from './checkpoint-sqlite-base.js';
+import { CheckpointValueCodec, detach } from '../checkpoint-values.js';
+import { NodeSqliteSaver, PENDING_WRITES_COLUMN } from '../checkpoint-sqlite-base.js';
 import { MessageLog, rangesOf, type MessageLogLimits } from './message-log.js';
 import { SQLITE_MESSAGE_LOG_DDL, SqliteMessageLogStore } from './message-log-sqlite.js';
-import { HeldCheckpointWrites } from './held-checkpoint-writes.js';
-import { inSyncTransaction } from './node-sqlite.js';
+import { HeldCheckpointWrites } from '../held-checkpoint-writes.js';
+import { inSyncTransaction } from '../node-sqlite.js';
 
 interface SqliteEntry extends CachedCheckpoint {
   /** Stored lengths of the row's documents: a rewrite of the same id would change them. */

@@ -1,5 +1,6 @@
 /**
- * How vigil's SQLite saver stores a checkpoint document: the serializer's JSON, deflated
+ * How vigil's SQLite saver stored a checkpoint document before the thread store (kept to
+ * read them: legacy/sqlite-saver.ts): the serializer's JSON, deflated
  * against a preset dictionary of typical vigil checkpoints.
  *
  * Why: with messages in the message log and larger values stored once by hash, what is
@@ -17,7 +18,7 @@
  * dictionary of a version must never change: a new dictionary takes a new version byte.
  * Metadata stays plain JSON: `list` filters on it inside SQLite.
  */
-import { PresetDictionary } from './preset-dictionary.js';
+import { PresetDictionary } from '../preset-dictionary.js';
 
 const PACKED_V1 = 0x01;
 

@@ -20,7 +20,7 @@
  * messages (demo, OpenAI-shaped and tool messages) a row shrank from 488 to 118 bytes on
  * average, for ~10 µs to pack each new message; a read unpacks only rows not in memory.
  */
-import { PresetDictionary } from './preset-dictionary.js';
+import { PresetDictionary } from '../preset-dictionary.js';
 
 const COMPACT_PREFIX = 'lc:';
 const PACKED_PREFIX = 'lcz:';

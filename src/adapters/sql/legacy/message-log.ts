@@ -1,5 +1,7 @@
 /**
- * The thread's append-only message log, shared by vigil's SQLite and PostgreSQL savers.
+ * The thread's append-only message log, shared by vigil's SQLite and PostgreSQL savers
+ * before the thread store (migration 25) took its place; kept to read and write that format
+ * (legacy/sqlite-saver.ts, legacy/postgres-saver.ts, for the conversion and its tests).
  *
  * Why: LangGraph's savers store a channel's whole value with each checkpoint (SQLite:
  * every checkpoint; PostgreSQL: every new channel version), so a turn on a long thread

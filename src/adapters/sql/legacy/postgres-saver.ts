@@ -18,10 +18,10 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointListOptions, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import type pg from 'pg';
-import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from './checkpoint-cache.js';
-import { checkpointStatements, checkpointTables, type CheckpointStatements } from './checkpoint-postgres-sql.js';
-import { CheckpointValueCodec, asJsonb, detach } from './checkpoint-values.js';
-import { HeldCheckpointWrites } from './held-checkpoint-writes.js';
+import { CheckpointCache, cacheAddress, type CachedCheckpoint, type CheckpointCacheLimits, type CheckpointCacheStats } from '../checkpoint-cache.js';
+import { checkpointStatements, checkpointTables, type CheckpointStatements } from './postgres-saver-sql.js';
+import { CheckpointValueCodec, asJsonb, detach } from '../checkpoint-values.js';
+import { HeldCheckpointWrites } from '../held-checkpoint-writes.js';
 import { MessageLog, type MessageLogLimits } from './message-log.js';
 import { PostgresMessageLogStore, postgresMessageLogDdl } from './message-log-postgres.js';
 

@@ -1,7 +1,7 @@
 /** The message log's statements on SQLite (node:sqlite, the saver's connection). See message-log.ts. */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { LoggedRow, MessageLogStore, NewLogRow } from './message-log.js';
-import { inSyncTransaction } from './node-sqlite.js';
+import { inSyncTransaction } from '../node-sqlite.js';
 
 /** Created with the saver's own tables (the log is the saver's, like `checkpoints`). */
 export const SQLITE_MESSAGE_LOG_DDL = [
