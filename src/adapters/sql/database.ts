@@ -122,7 +122,7 @@ export interface Database {
 /**
  * What every repository gets: the query builder, which SQL dialect it speaks, and the way
  * to run a transaction (on SQLite that also holds the checkpointer's writes back, see
- * gated-sqlite-saver.ts).
+ * sqlite-storage.ts).
  */
 export interface SqlContext {
   readonly db: Kysely<Database>;

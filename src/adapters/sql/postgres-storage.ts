@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { VigilError } from '../../domain/errors.js';
 import { PostgresCheckpointStore } from './checkpoint-store-postgres.js';
 import type { Database, SqlContext } from './database.js';
+import { convertLegacyPostgres } from './legacy/thread-conversion-postgres.js';
 import { migrate } from './migrator.js';
 import { SqlStorage } from './sql-storage.js';
 import type { MessageMemoryLimits } from './thread-message-memory.js';
@@ -73,7 +74,8 @@ export async function openPostgresStorage(options: {
   };
   try {
     await requireUtf8(db);
-    await migrate(db, { dialect: 'postgres', logger: options.logger, schema });
+    // Threads a previous version stored, into the thread store, while other instances wait (they then find nothing to do, at the cost of one query).
+    await migrate(db, { dialect: 'postgres', logger: options.logger, schema, alsoUnderLock: () => convertLegacyPostgres(saverPool, schema, { logger: options.logger }) });
   } catch (error) {
     await release().catch(() => undefined);
     throw error;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { AsyncMutex } from './async-mutex.js';
 import { SqliteCheckpointStore } from './checkpoint-store-sqlite.js';
 import type { Database, SqlContext } from './database.js';
+import { convertLegacySqlite } from './legacy/thread-conversion-sqlite.js';
 import { migrate } from './migrator.js';
 import { kyselySqliteDatabase, openNodeSqlite } from './node-sqlite.js';
 import { SqlStorage } from './sql-storage.js';
@@ -30,6 +31,8 @@ export async function openSqliteStorage(options: {
     const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselySqliteDatabase(database) }) });
     db = kysely;
     await migrate(kysely, { dialect: 'sqlite', logger: options.logger });
+    // Threads a previous version stored, into the thread store (nothing to do costs one query).
+    await convertLegacySqlite(database, { logger: options.logger });
     // Refresh planner statistics where stale (SQLite's advice for a new connection):
     // without them SQLite pages the visible-only history by scanning the primary key.
     database.exec('PRAGMA optimize=0x10002');

@@ -1,5 +1,5 @@
 /**
- * SQL for {@link CachingPostgresSaver}, over the tables LangGraph's PostgresSaver
+ * SQL for {@link LegacyPostgresSaver}, over the tables LangGraph's PostgresSaver
  * (@langchain/langgraph-checkpoint-postgres 1.0.x) creates and migrates.
  *
  * The reads return what PostgresSaver's reads return, as plain rows instead of

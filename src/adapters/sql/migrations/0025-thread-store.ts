@@ -25,7 +25,7 @@
  *  - `thread_history`, a view: the rows history shows, by thread id (bodies are packed).
  *
  * The old tables are renamed or left as they are here; the conversion of their rows
- * (legacy-checkpoint-conversion.ts) moves what they hold, then drops them.
+ * (legacy/thread-conversion.ts) moves what they hold, then drops them.
  */
 import type { Migration } from './migration.js';
 
