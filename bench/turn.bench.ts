@@ -125,7 +125,7 @@ function planFor(options: BenchOptions): Plan {
     ],
     warmup: 5,
     jitWarmup: 60,
-    bytesTurns: 200,
+    bytesTurns: 300,
   };
 }
 

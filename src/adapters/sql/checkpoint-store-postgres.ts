@@ -10,6 +10,7 @@
 import type pg from 'pg';
 import type { CheckpointStore, CommitRequest, ListQuery, StoredCheckpoint, StoredMessageRow, StoredWrite, ThreadRead } from './checkpoint-store.js';
 import { StoreConflict } from './checkpoint-store.js';
+import { messageIdHash } from './message-id-hash.js';
 
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -60,19 +61,20 @@ function readSql(byId: boolean): string {
 
 const COMMIT_SQL = `
 WITH input AS (
-  SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[], $8::bool[])
-    AS r(seq, message_id, type, body, visibility, preview, real_user)
+  SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[], $8::bool[], $24::int[])
+    AS r(seq, message_id, type, body, visibility, preview, real_user, id_hash)
 ), marks AS (
-  SELECT * FROM unnest($9::int[], $10::text[], $11::text[], $12::text[], $13::bool[]) AS r(seq, message_id, visibility, preview, real_user)
+  SELECT * FROM unnest($9::int[], $10::text[], $11::text[], $12::text[], $13::bool[], $25::int[]) AS r(seq, message_id, visibility, preview, real_user, id_hash)
+), candidates AS (
+  SELECT message_id, id_hash FROM input WHERE visibility IS NOT NULL UNION ALL SELECT message_id, id_hash FROM marks
 ), known AS (
-  SELECT message_id FROM thread_messages
-  WHERE thread_key = $1 AND visibility IS NOT NULL
-    AND message_id IN (SELECT message_id FROM input WHERE visibility IS NOT NULL UNION ALL SELECT message_id FROM marks)
+  SELECT t.message_id FROM thread_messages t JOIN candidates c ON t.id_hash = c.id_hash AND t.message_id = c.message_id
+  WHERE t.thread_key = $1 AND t.visibility IS NOT NULL
 ), shown_rows AS (
   SELECT * FROM input WHERE visibility IS NOT NULL AND message_id NOT IN (SELECT message_id FROM known)
 ), inserted AS (
-  INSERT INTO thread_messages (thread_key, seq, message_id, type, body, visibility, run_id, created_at)
-  SELECT $1, i.seq, i.message_id, i.type, i.body, s.visibility,
+  INSERT INTO thread_messages (thread_key, seq, message_id, id_hash, type, body, visibility, run_id, created_at)
+  SELECT $1, i.seq, i.message_id, i.id_hash, i.type, i.body, s.visibility,
          CASE WHEN s.seq IS NOT NULL THEN $14::text END, CASE WHEN s.seq IS NOT NULL THEN $15::timestamptz END
   FROM input i LEFT JOIN shown_rows s ON s.seq = i.seq
   RETURNING seq
@@ -228,6 +230,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
         checkpoint?.lastSeq ?? null,
         checkpoint === undefined ? null : Buffer.from(checkpoint.body.buffer, checkpoint.body.byteOffset, checkpoint.body.byteLength),
         request.threadId ?? null,
+        rows.map((row) => messageIdHash(row.messageId)),
+        request.marks.map((mark) => messageIdHash(mark.messageId)),
       ]);
       return result.rows.map((row) => row.seq);
     } catch (error) {

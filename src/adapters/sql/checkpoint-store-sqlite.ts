@@ -5,6 +5,7 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { CheckpointStore, CommitRequest, HistoryFacts, ListQuery, StoredCheckpoint, StoredMessageRow, StoredWrite, ThreadRead } from './checkpoint-store.js';
 import { StoreConflict } from './checkpoint-store.js';
+import { messageIdHash } from './message-id-hash.js';
 import { inSyncTransaction } from './node-sqlite.js';
 
 interface CheckpointRow {
@@ -121,8 +122,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
 
   async commit(request: CommitRequest): Promise<number[]> {
     const at = Date.parse(request.at);
-    const insert = this.#statement('INSERT INTO thread_messages (thread_key, seq, message_id, type, body, visibility, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
-    const shownAlready = this.#statement('SELECT 1 FROM thread_messages WHERE thread_key = ? AND message_id = ? AND visibility IS NOT NULL');
+    const insert = this.#statement('INSERT INTO thread_messages (thread_key, seq, message_id, id_hash, type, body, visibility, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    const shownAlready = this.#statement('SELECT 1 FROM thread_messages WHERE thread_key = ? AND id_hash = ? AND visibility IS NOT NULL AND message_id = ?');
     const mark = this.#statement('UPDATE thread_messages SET visibility = ?, run_id = ?, created_at = ? WHERE thread_key = ? AND seq = ? AND visibility IS NULL');
     try {
       return inSyncTransaction(
@@ -133,11 +134,11 @@ export class SqliteCheckpointStore implements CheckpointStore {
           const mayShow = (messageId: string, facts: HistoryFacts | undefined): facts is HistoryFacts => {
             if (facts === undefined || ids.has(messageId)) return false;
             ids.add(messageId);
-            return shownAlready.get(request.key, messageId) === undefined;
+            return shownAlready.get(request.key, messageIdHash(messageId), messageId) === undefined;
           };
           for (const row of request.rows) {
             const show = row.shown && mayShow(row.messageId, row.facts);
-            insert.run(request.key, row.seq, row.messageId, row.type, row.body, show ? row.facts!.visibility : null, show ? request.runId : null, show ? at : null);
+            insert.run(request.key, row.seq, row.messageId, messageIdHash(row.messageId), row.type, row.body, show ? row.facts!.visibility : null, show ? request.runId : null, show ? at : null);
             if (show) shown.push({ seq: row.seq, facts: row.facts! });
           }
           for (const entry of request.marks) {

@@ -43,7 +43,3 @@ export function rangesOf(value: unknown): number[] | undefined {
   if (!Array.isArray(ranges) || ranges.length % 2 !== 0 || !ranges.every((item) => Number.isSafeInteger(item))) return undefined;
   return ranges as number[];
 }
-
-export function listRef(seqs: readonly number[]): Record<string, number[]> {
-  return { [MESSAGE_LIST_REF]: toRanges(seqs) };
-}

@@ -16,7 +16,7 @@
 import { BaseMessage } from '@langchain/core/messages';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import { decodeMessageRow, encodeMessageRow } from './message-row-codec.js';
-import { expand, listRef, rangesOf, toRanges } from './message-ranges.js';
+import { MESSAGE_LIST_REF, expand, rangesOf, toRanges } from './message-ranges.js';
 import type { NewMessageRow, StoredMessageRow } from './checkpoint-store.js';
 
 export interface MessageMemoryLimits {
@@ -37,7 +37,10 @@ interface KeyMemory {
    */
   readonly shown: Set<number>;
   readonly hidden: Set<number>;
-  last: { list: readonly unknown[]; seqs: readonly number[] } | undefined;
+  /** Known rows in neither set (rare: written outside the history channel): checked when a write's history list holds them. */
+  readonly undecided: Set<number>;
+  /** The history channel's list last written or read, its row numbers, and their ranges as stored. */
+  last: { list: readonly unknown[]; seqs: readonly number[]; ranges: readonly number[] } | undefined;
   /** The number the next new row takes, once known. */
   nextSeq: number | undefined;
 }
@@ -113,6 +116,8 @@ export class ThreadMessageMemory {
       if (!isMessageList(list)) continue;
       const shown = name === historyChannel;
       const seqs = new Array<number>(list.length);
+      /** What a read of the list returns: loaded copies where the list holds a node's own instances. */
+      const asRead = shown ? list.slice() : undefined;
       const prefix = knownPrefix(memory.last, list);
       for (let index = 0; index < prefix; index++) seqs[index] = memory.last!.seqs[index]!;
       for (let index = prefix; index < list.length; index++) {
@@ -121,6 +126,7 @@ export class ThreadMessageMemory {
         const known = (numbered?.key === key ? numbered.seq : undefined) ?? planned.get(message);
         if (known !== undefined) {
           seqs[index] = known;
+          if (asRead !== undefined) asRead[index] = memory.bySeq.get(known) ?? rows.find((row) => row.seq === known)?.loaded ?? message;
           continue;
         }
         const [serializerType, dumped] = await this.#serde.dumpsTyped(message);
@@ -132,16 +138,19 @@ export class ThreadMessageMemory {
         rows.push({ seq, messageId: message.id as string, type: row.type, body: row.body, shown, original: message, loaded });
         planned.set(message, seq);
         seqs[index] = seq;
+        if (asRead !== undefined) asRead[index] = loaded;
       }
+      const ranges = toRanges(seqs);
       if (shown) {
-        for (const seq of seqs) {
-          const message = memory.bySeq.get(seq);
-          if (message !== undefined && !memory.shown.has(seq) && !memory.hidden.has(seq)) marks.push({ seq, message });
+        // Known rows history has not decided on yet (few, usually none) that this list holds.
+        if (memory.undecided.size > 0) {
+          const inList = new Set(seqs);
+          for (const seq of memory.undecided) if (inList.has(seq)) marks.push({ seq, message: memory.bySeq.get(seq)! });
         }
-        last = { list: list.slice(), seqs };
+        last = { list: asRead!, seqs, ranges };
       }
-      for (const seq of seqs) lastSeq = Math.max(lastSeq, seq);
-      stored[name] = listRef(seqs);
+      for (const seq of seqs) if (seq > lastSeq) lastSeq = seq;
+      stored[name] = { [MESSAGE_LIST_REF]: ranges };
     }
     return { values: stored, rows, marks, lastSeq, last };
   }
@@ -158,7 +167,10 @@ export class ThreadMessageMemory {
       memory.nextSeq = Math.max(memory.nextSeq ?? 0, row.seq + 1);
     }
     if (planned.last !== undefined) memory.last = planned.last;
-    for (const mark of planned.marks) (shownSeqs.has(mark.seq) ? memory.shown : memory.hidden).add(mark.seq);
+    for (const mark of planned.marks) {
+      memory.undecided.delete(mark.seq);
+      (shownSeqs.has(mark.seq) ? memory.shown : memory.hidden).add(mark.seq);
+    }
     this.#trim();
   }
 
@@ -185,7 +197,14 @@ export class ThreadMessageMemory {
     const restored = { ...values };
     names.sort((a, b) => Number(a === options.historyChannel) - Number(b === options.historyChannel));
     for (const name of names) {
-      const seqs = expand(rangesOf(values[name])!);
+      const ranges = rangesOf(values[name])!;
+      // The list this process last wrote or read for the thread (a run reading the checkpoint its
+      // previous turn stored): the same messages, without a lookup per message.
+      if (options.fresh !== true && memory.last !== undefined && sameNumbers(memory.last.ranges, ranges)) {
+        restored[name] = memory.last.list.slice();
+        continue;
+      }
+      const seqs = expand(ranges);
       const missing = seqs.filter((seq) => !memory.bySeq.has(seq));
       if (missing.length > 0) {
         const rows = await fetch(toRanges([...new Set(missing)].sort((a, b) => a - b)));
@@ -199,7 +218,7 @@ export class ThreadMessageMemory {
         if (message === undefined) throw new Error(`thread key ${key} has no message row ${seq}`);
         return message;
       });
-      if (name === options.historyChannel || memory.last === undefined) memory.last = { list: list.slice(), seqs };
+      if (name === options.historyChannel || memory.last === undefined) memory.last = { list: list.slice(), seqs, ranges };
       restored[name] = list;
     }
     if (options.fresh !== true) this.#trim();
@@ -242,7 +261,10 @@ export class ThreadMessageMemory {
     if (!memory.bySeq.has(seq)) this.#messages++;
     memory.bySeq.set(seq, message);
     this.#rows.set(message, { key, seq });
-    if (history !== undefined) (history === 'shown' ? memory.shown : memory.hidden).add(seq);
+    if (history !== undefined) {
+      memory.undecided.delete(seq);
+      (history === 'shown' ? memory.shown : memory.hidden).add(seq);
+    } else if (!memory.shown.has(seq) && !memory.hidden.has(seq)) memory.undecided.add(seq);
     if (memory.nextSeq !== undefined && seq >= memory.nextSeq) memory.nextSeq = seq + 1;
   }
 
@@ -258,7 +280,7 @@ export class ThreadMessageMemory {
 }
 
 function emptyMemory(): KeyMemory {
-  return { bySeq: new Map(), shown: new Set(), hidden: new Set(), last: undefined, nextSeq: undefined };
+  return { bySeq: new Map(), shown: new Set(), hidden: new Set(), undecided: new Set(), last: undefined, nextSeq: undefined };
 }
 
 /** A non-empty list of LangChain messages that all carry a string id: stored as rows. */
@@ -278,4 +300,10 @@ function knownPrefix(last: KeyMemory['last'], values: readonly unknown[]): numbe
   let index = 0;
   while (index < length && values[index] === list[index]) index++;
   return index;
+}
+
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
+  return true;
 }

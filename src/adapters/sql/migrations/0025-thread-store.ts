@@ -15,7 +15,9 @@
  *    history shows carries its `visibility`, run and time; every other row (a later version
  *    of a message, a subgraph's messages) has none. History is these rows, so it can no more
  *    fall out of step with the checkpoints than they with each other: both are written in
- *    one transaction.
+ *    one transaction. History shows a message id once: the saver's writes check it (one
+ *    writer per thread), through an index on a 32-bit hash of the id (`id_hash`, see
+ *    message-id-hash.ts) rather than the id itself: an entry of a few bytes, not 40.
  *  - `thread_checkpoints`: a checkpoint is its ids, the thread's last message number when it
  *    was stored (so a message written after it, accepted by a run whose checkpoint never
  *    came, is found without decoding it), and one packed body holding the checkpoint's
@@ -41,6 +43,7 @@ const sqlite = [
     thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     message_id TEXT NOT NULL,
+    id_hash INTEGER NOT NULL,
     type TEXT NOT NULL,
     body BLOB NOT NULL,
     visibility TEXT CHECK (visibility IN ('user', 'internal')),
@@ -48,7 +51,7 @@ const sqlite = [
     created_at INTEGER,
     PRIMARY KEY (thread_key, seq)
   ) WITHOUT ROWID`,
-  `CREATE UNIQUE INDEX thread_messages_history_id ON thread_messages (thread_key, message_id) WHERE visibility IS NOT NULL`,
+  `CREATE INDEX thread_messages_history_id ON thread_messages (thread_key, id_hash) WHERE visibility IS NOT NULL`,
   // History as rows (for operators and SQL checks): the bodies are packed, see message-row-codec.ts.
   `CREATE VIEW thread_history AS
     SELECT k.thread_id, m.seq, m.message_id, m.type, m.visibility, m.run_id, m.created_at
@@ -83,14 +86,12 @@ const sqlite = [
 ];
 
 /**
- * PostgreSQL keeps the same tables with three differences, each worth tens of bytes a turn
+ * PostgreSQL keeps the same tables with two differences, each worth tens of bytes a turn
  * (a row costs 28 bytes there before its first column, an index entry 12):
  *  - checkpoint ids are `uuid` (16 bytes, not 37): LangGraph makes every checkpoint id a
  *    UUID (uuid6), and a uuid orders as its lowercase text does;
- *  - the history's one-row-per-message-id rule is kept by the saver's writes (one statement,
- *    one writer per thread), looked up through a hash index (a 4-byte hash per entry, not the
- *    37-byte id): PostgreSQL's hash indexes cannot be unique;
- *  - `created_at` comes before the variable-length columns, where it needs no padding.
+ *  - `created_at` and `id_hash` come before the variable-length columns, where they need no
+ *    padding.
  */
 const postgres = [
   'ALTER TABLE thread_messages RENAME TO thread_messages_v1',
@@ -108,6 +109,7 @@ const postgres = [
     thread_key integer NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
     seq integer NOT NULL,
     created_at timestamptz,
+    id_hash integer NOT NULL,
     message_id text NOT NULL,
     type text NOT NULL,
     body bytea NOT NULL,
@@ -115,7 +117,7 @@ const postgres = [
     run_id text,
     PRIMARY KEY (thread_key, seq)
   )`,
-  `CREATE INDEX thread_messages_history_id ON thread_messages USING hash (message_id) WHERE visibility IS NOT NULL`,
+  `CREATE INDEX thread_messages_history_id ON thread_messages (thread_key, id_hash) WHERE visibility IS NOT NULL`,
   // History as rows (for operators and SQL checks): the bodies are packed, see message-row-codec.ts.
   `CREATE VIEW thread_history AS
     SELECT k.thread_id, m.seq, m.message_id, m.type, m.visibility, m.run_id, m.created_at
