@@ -50,7 +50,7 @@ import { RunCoordinator } from '../src/app/run-coordinator.js';
 import { backendsOf, openBenchStorage, type BackendName } from './backends.js';
 import { conversation, userTurnText } from './fixtures.js';
 import type { BenchOptions, BenchRow } from './types.js';
-import { benchSchema, postgresCheckpointCount, round, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, stats, tempDir } from './util.js';
+import { analyzeSchema, benchSchema, postgresCheckpointCount, round, schemaBytes, silentLogger, sqliteBytes, sqliteCheckpointCount, stats, tempDir } from './util.js';
 
 const GROUP = 'turn';
 const USER = 'bench-user';
@@ -296,7 +296,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
 // ---------- vigil: the coordinator, the chat graph, the projection ----------
 
 export async function vigilHarness(options: BenchOptions, backend: BackendName): Promise<TurnHarness> {
-  const { storage, bytes, checkpoints, tableBytes, vacuum } = await openBenchStorage(options, backend, 'turn-vigil');
+  const { storage, bytes, checkpoints, tableBytes, vacuum, analyze } = await openBenchStorage(options, backend, 'turn-vigil');
   const reads = countReads(storage.checkpointer);
   const model = new DemoChatModel({ tokenDelayMs: 0 });
   const graph = buildChatGraph({ checkpointer: storage.checkpointer, memories: storage.memories, models: () => model, logger: silentLogger });
@@ -337,6 +337,7 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       if (thread?.messageCount !== size || state.messages.length !== size) {
         throw new Error(`seeding ${size}: state ${state.messages.length}, projection ${thread?.messageCount}`);
       }
+      await settle(backend, bytes, analyze);
     },
     async turn(index) {
       const context = {
@@ -410,7 +411,7 @@ const PlainState = Annotation.Root({
 const DeltaState = new StateSchema({ messages: MessagesDeltaValue });
 
 export async function langGraphHarness(options: BenchOptions, backend: BackendName, variant: Exclude<Variant, 'vigil'>): Promise<TurnHarness> {
-  const { saver, bytes, checkpoints } = await openSaver(options, backend, variant);
+  const { saver, bytes, checkpoints, analyze } = await openSaver(options, backend, variant);
   const reads = countReads(saver);
   const model = new DemoChatModel({ tokenDelayMs: 0 });
   async function respond(state: { messages: BaseMessage[] }, config: RunnableConfig) {
@@ -429,6 +430,7 @@ export async function langGraphHarness(options: BenchOptions, backend: BackendNa
     async seed(size) {
       threadId = randomUUID();
       if (size > 0) await graph.invoke({ messages: conversation(size - 1, size) }, config());
+      await settle(backend, bytes, analyze);
     },
     async turn(index) {
       await graph.invoke({ messages: [new HumanMessage({ id: randomUUID(), content: userTurnText(index) })] }, config());
@@ -450,7 +452,20 @@ export async function langGraphHarness(options: BenchOptions, backend: BackendNa
 interface OpenedSaver {
   saver: BaseCheckpointSaver;
   bytes: () => Promise<number>;
+  analyze: () => Promise<void>;
   checkpoints: (threadId: string) => Promise<number>;
+}
+
+/**
+ * After seeding, for every variant alike: a thread's months of turns are one write here, an
+ * 11 MB transaction at 10,000 messages, which no thread ever makes. Its WAL is folded into the
+ * database file (as SQLite's automatic checkpoints do over a thread's life; a WAL that large
+ * slowed every later commit about threefold), and PostgreSQL's planner gets its statistics
+ * (as autovacuum's ANALYZE would).
+ */
+async function settle(backend: BackendName, bytes: () => Promise<number>, analyze: () => Promise<void>): Promise<void> {
+  if (backend === 'sqlite') await bytes();
+  else await analyze();
 }
 
 async function openSaver(options: BenchOptions, backend: BackendName, label: string): Promise<OpenedSaver> {
@@ -464,14 +479,14 @@ async function openSaver(options: BenchOptions, backend: BackendName, label: str
     options.onCleanup(async () => {
       database.close();
     });
-    return { saver: new NodeSqliteSaver(database), bytes: () => sqliteBytes(file), checkpoints: (threadId) => sqliteCheckpointCount(file, threadId) };
+    return { saver: new NodeSqliteSaver(database), bytes: () => sqliteBytes(file), analyze: async () => undefined, checkpoints: (threadId) => sqliteCheckpointCount(file, threadId) };
   }
   const url = options.postgresUrl!;
   const schema = benchSchema(options, url);
   const saver = PostgresSaver.fromConnString(url, { schema });
   options.onCleanup(() => saver.end());
   await saver.setup();
-  return { saver, bytes: () => schemaBytes(url, schema), checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId) };
+  return { saver, bytes: () => schemaBytes(url, schema), analyze: () => analyzeSchema(url, schema), checkpoints: (threadId) => postgresCheckpointCount(url, schema, threadId) };
 }
 
 /** Counts the saver's getTuple calls (on this instance only): how many checkpoints a turn reads. */

@@ -123,7 +123,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async commit(request: CommitRequest): Promise<number[]> {
     const at = Date.parse(request.at);
     const insert = this.#statement('INSERT INTO thread_messages (thread_key, seq, message_id, id_hash, type, body, visibility, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    const shownAlready = this.#statement('SELECT 1 FROM thread_messages WHERE thread_key = ? AND id_hash = ? AND visibility IS NOT NULL AND message_id = ?');
+    // INDEXED BY: without statistics SQLite would rather walk the thread's rows by its key.
+    const shownAlready = this.#statement('SELECT 1 FROM thread_messages INDEXED BY thread_messages_history_id WHERE thread_key = ? AND id_hash = ? AND visibility IS NOT NULL AND message_id = ?');
     const mark = this.#statement('UPDATE thread_messages SET visibility = ?, run_id = ?, created_at = ? WHERE thread_key = ? AND seq = ? AND visibility IS NULL');
     try {
       return inSyncTransaction(

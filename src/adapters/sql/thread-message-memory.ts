@@ -112,13 +112,16 @@ export class ThreadMessageMemory {
     // The history channel first: the list memory last saw is the thread's own, so its prefix matches.
     const names = Object.keys(values).sort((a, b) => Number(b === historyChannel) - Number(a === historyChannel));
     for (const name of names) {
-      const list = values[name];
-      if (!isMessageList(list)) continue;
+      const value = values[name];
+      if (!Array.isArray(value) || value.length === 0) continue;
+      // The known prefix is messages already; only the rest is looked at (a long thread's list is not walked).
+      const prefix = knownPrefix(memory.last, value);
+      if (!isMessageList(value, prefix)) continue;
+      const list = value as BaseMessage[];
       const shown = name === historyChannel;
       const seqs = new Array<number>(list.length);
       /** What a read of the list returns: loaded copies where the list holds a node's own instances. */
       const asRead = shown ? list.slice() : undefined;
-      const prefix = knownPrefix(memory.last, list);
       for (let index = 0; index < prefix; index++) seqs[index] = memory.last!.seqs[index]!;
       for (let index = prefix; index < list.length; index++) {
         const message = list[index]!;
@@ -283,9 +286,13 @@ function emptyMemory(): KeyMemory {
   return { bySeq: new Map(), shown: new Set(), hidden: new Set(), undecided: new Set(), last: undefined, nextSeq: undefined };
 }
 
-/** A non-empty list of LangChain messages that all carry a string id: stored as rows. */
-function isMessageList(value: unknown): value is BaseMessage[] {
-  return Array.isArray(value) && value.length > 0 && value.every((item) => BaseMessage.isInstance(item) && typeof item.id === 'string' && item.id !== '');
+/** A list of LangChain messages that all carry a string id (stored as rows), its first `from` known to be. */
+function isMessageList(list: readonly unknown[], from: number): boolean {
+  for (let index = from; index < list.length; index++) {
+    const item = list[index];
+    if (!BaseMessage.isInstance(item) || typeof item.id !== 'string' || item.id === '') return false;
+  }
+  return true;
 }
 
 /**
