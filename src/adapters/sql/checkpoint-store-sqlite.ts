@@ -241,10 +241,10 @@ function toMessage(row: MessageRow): StoredMessageRow {
   return { seq: row.seq, messageId: row.message_id, type: row.type, body: row.body, shown: row.visibility !== null };
 }
 
-/** SQLITE_CONSTRAINT_FOREIGNKEY (787): the key's row is gone; SQLITE_CONSTRAINT_PRIMARYKEY (1555): a row number is taken. */
+/** SQLITE_CONSTRAINT_FOREIGNKEY (787): the key's row is gone; SQLITE_CONSTRAINT_UNIQUE (2067): a row number is taken. */
 function conflictOf(error: unknown): StoreConflict | undefined {
   const code = (error as { errcode?: number }).errcode;
   if (code === 787) return new StoreConflict('key', { cause: error });
-  if (code === 1555) return new StoreConflict('seq', { cause: error });
+  if (code === 2067 || code === 1555) return new StoreConflict('seq', { cause: error });
   return undefined;
 }

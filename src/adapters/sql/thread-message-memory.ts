@@ -39,8 +39,8 @@ interface KeyMemory {
   readonly hidden: Set<number>;
   /** Known rows in neither set (rare: written outside the history channel): checked when a write's history list holds them. */
   readonly undecided: Set<number>;
-  /** The history channel's list last written or read, its row numbers, and their ranges as stored. */
-  last: { list: readonly unknown[]; seqs: readonly number[]; ranges: readonly number[] } | undefined;
+  /** The history channel's list last written or read, its row numbers, their ranges as stored, and the highest. */
+  last: { list: readonly unknown[]; seqs: readonly number[]; ranges: readonly number[]; top: number } | undefined;
   /** The number the next new row takes, once known. */
   nextSeq: number | undefined;
 }
@@ -119,42 +119,41 @@ export class ThreadMessageMemory {
       if (!isMessageList(value, prefix)) continue;
       const list = value as BaseMessage[];
       const shown = name === historyChannel;
-      const seqs = new Array<number>(list.length);
-      /** What a read of the list returns: loaded copies where the list holds a node's own instances. */
-      const asRead = shown ? list.slice() : undefined;
-      for (let index = 0; index < prefix; index++) seqs[index] = memory.last!.seqs[index]!;
+      const fresh: number[] = [];
       for (let index = prefix; index < list.length; index++) {
         const message = list[index]!;
         const numbered = this.#rows.get(message);
         const known = (numbered?.key === key ? numbered.seq : undefined) ?? planned.get(message);
         if (known !== undefined) {
-          seqs[index] = known;
-          if (asRead !== undefined) asRead[index] = memory.bySeq.get(known) ?? rows.find((row) => row.seq === known)?.loaded ?? message;
+          fresh.push(known);
           continue;
         }
-        const [serializerType, dumped] = await this.#serde.dumpsTyped(message);
-        const bytes = typeof dumped === 'string' ? new TextEncoder().encode(dumped) : dumped;
         // Memory holds the message written itself: it serialises as its row reads back (JSON drops
         // what a fresh read would lack), and loading a copy cost more than the rest of the write
         // (LangChain's reviver builds a message anew: ~120 µs a message).
-        const loaded = message;
-        const row = encodeMessageRow(serializerType, bytes, message.id as string);
+        const [serializerType, dumped] = await this.#serde.dumpsTyped(message);
+        const row = encodeMessageRow(serializerType, typeof dumped === 'string' ? new TextEncoder().encode(dumped) : dumped, message.id as string);
         const seq = next++;
-        rows.push({ seq, messageId: message.id as string, type: row.type, body: row.body, shown, original: message, loaded });
+        rows.push({ seq, messageId: message.id as string, type: row.type, body: row.body, shown, original: message, loaded: message });
         planned.set(message, seq);
-        seqs[index] = seq;
-        if (asRead !== undefined) asRead[index] = loaded;
+        fresh.push(seq);
       }
-      const ranges = toRanges(seqs);
+      // The list the memory last saw, extended (a turn's list is the last one and its new
+      // messages): its numbers and ranges are taken whole, and only the new part is walked.
+      const extends_ = memory.last !== undefined && prefix === memory.last.seqs.length;
+      const seqs = extends_ ? memory.last!.seqs.concat(fresh) : [...(memory.last?.seqs.slice(0, prefix) ?? []), ...fresh];
+      const ranges = extends_ ? extendRanges(memory.last!.ranges, fresh) : toRanges(seqs);
+      let top = extends_ ? memory.last!.top : 0;
+      for (const seq of extends_ ? fresh : seqs) if (seq > top) top = seq;
       if (shown) {
         // Known rows history has not decided on yet (few, usually none) that this list holds.
         if (memory.undecided.size > 0) {
           const inList = new Set(seqs);
           for (const seq of memory.undecided) if (inList.has(seq)) marks.push({ seq, message: memory.bySeq.get(seq)! });
         }
-        last = { list: asRead!, seqs, ranges };
+        last = { list: list.slice(), seqs, ranges, top };
       }
-      for (const seq of seqs) if (seq > lastSeq) lastSeq = seq;
+      if (top > lastSeq) lastSeq = top;
       stored[name] = { [MESSAGE_LIST_REF]: ranges };
     }
     return { values: stored, rows, marks, lastSeq, last };
@@ -223,7 +222,7 @@ export class ThreadMessageMemory {
         if (message === undefined) throw new Error(`thread key ${key} has no message row ${seq}`);
         return message;
       });
-      if (name === options.historyChannel || memory.last === undefined) memory.last = { list: list.slice(), seqs, ranges };
+      if (name === options.historyChannel || memory.last === undefined) memory.last = { list: list.slice(), seqs, ranges, top: seqs.reduce((a, b) => (b > a ? b : a), 0) };
       restored[name] = list;
     }
     if (options.fresh !== true) this.#trim();
@@ -315,4 +314,15 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
   return true;
+}
+
+/** `ranges` with `seqs` appended, as toRanges would give the whole list's. */
+function extendRanges(ranges: readonly number[], seqs: readonly number[]): number[] {
+  const extended = [...ranges];
+  for (const seq of seqs) {
+    const last = extended.length - 1;
+    if (last > 0 && extended[last] === seq - 1) extended[last] = seq;
+    else extended.push(seq, seq);
+  }
+  return extended;
 }

@@ -31,6 +31,14 @@
  */
 import type { Migration } from './migration.js';
 
+/**
+ * On SQLite the tables are rowid tables with unique indexes, not WITHOUT ROWID: in a WITHOUT
+ * ROWID table the row is the key, and a search that passes a row too large for its page (a
+ * long reply, a large pending write) reads the whole row, overflow pages and all, to compare
+ * keys; one seeded 10,000-message input in thread_checkpoint_writes made every checkpoint
+ * read of its thread take 2.5 ms. A rowid table's search compares integers; its index holds
+ * the key columns alone.
+ */
 const sqlite = [
   'ALTER TABLE thread_messages RENAME TO thread_messages_v1',
   `CREATE TABLE thread_keys (
@@ -48,9 +56,9 @@ const sqlite = [
     body BLOB NOT NULL,
     visibility TEXT CHECK (visibility IN ('user', 'internal')),
     run_id TEXT,
-    created_at INTEGER,
-    PRIMARY KEY (thread_key, seq)
-  ) WITHOUT ROWID`,
+    created_at INTEGER
+  )`,
+  `CREATE UNIQUE INDEX thread_messages_seq ON thread_messages (thread_key, seq)`,
   `CREATE INDEX thread_messages_history_id ON thread_messages (thread_key, id_hash) WHERE visibility IS NOT NULL`,
   // History as rows (for operators and SQL checks): the bodies are packed, see message-row-codec.ts.
   `CREATE VIEW thread_history AS
@@ -62,9 +70,9 @@ const sqlite = [
     checkpoint_id TEXT NOT NULL,
     parent_id TEXT,
     last_seq INTEGER NOT NULL,
-    body BLOB NOT NULL,
-    PRIMARY KEY (thread_key, checkpoint_id)
-  ) WITHOUT ROWID`,
+    body BLOB NOT NULL
+  )`,
+  `CREATE UNIQUE INDEX thread_checkpoints_id ON thread_checkpoints (thread_key, checkpoint_id)`,
   `CREATE TABLE thread_checkpoint_writes (
     thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
     checkpoint_id TEXT NOT NULL,
@@ -73,16 +81,16 @@ const sqlite = [
     channel TEXT NOT NULL,
     type TEXT,
     value BLOB,
-    task_path TEXT NOT NULL,
-    PRIMARY KEY (thread_key, checkpoint_id, task_id, idx)
-  ) WITHOUT ROWID`,
+    task_path TEXT NOT NULL
+  )`,
+  `CREATE UNIQUE INDEX thread_checkpoint_writes_id ON thread_checkpoint_writes (thread_key, checkpoint_id, task_id, idx)`,
   `CREATE TABLE thread_values (
     thread_key INTEGER NOT NULL REFERENCES thread_keys (key) ON DELETE CASCADE,
     hash TEXT NOT NULL,
     type TEXT NOT NULL,
-    value BLOB NOT NULL,
-    PRIMARY KEY (thread_key, hash)
-  ) WITHOUT ROWID`,
+    value BLOB NOT NULL
+  )`,
+  `CREATE UNIQUE INDEX thread_values_hash ON thread_values (thread_key, hash)`,
 ];
 
 /**
