@@ -12,7 +12,7 @@ const VIGIL_CHECKPOINTS = 'thread_checkpoints c JOIN thread_keys k ON k.key = c.
 
 export interface OpenedStorage {
   storage: SqlStorage;
-  /** Bytes the database holds now (SQLite: file + WAL after a WAL checkpoint; PostgreSQL: the schema's tables). */
+  /** Bytes the database holds now (SQLite: file + WAL after a WAL checkpoint; PostgreSQL: the data pages of the schema's tables, indexes and TOAST). */
   bytes(): Promise<number>;
   /** Refresh the planner's statistics, as autovacuum would within a minute (PostgreSQL; a no-op on SQLite). */
   analyze(): Promise<void>;

@@ -57,7 +57,7 @@ const USER = 'bench-user';
 const P50_TABLE = 'turn latency p50 (ms), and ratio to the plain LangGraph saver';
 const P99_TABLE = 'turn latency p99 (ms)';
 const BYTES_TABLE =
-  'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the schema\'s tables) over the timed turns, vigil\'s also over many more (PostgreSQL: VACUUM every 20 turns, as autovacuum reclaims updated rows\' old versions), the raw JSON of the turn\'s new messages, and vigil\'s long-run growth ÷ that';
+  'database growth per turn (KiB; SQLite: file + WAL after a WAL checkpoint, PostgreSQL: the data pages of the schema\'s tables, indexes and TOAST) over the timed turns, vigil\'s also over many more (PostgreSQL: VACUUM every 20 turns, as autovacuum reclaims updated rows\' old versions), the raw JSON of the turn\'s new messages, and vigil\'s long-run growth ÷ that';
 const CHECKPOINTS_TABLE =
   'checkpoints saved and read (saver.getTuple) per turn; LangGraph\'s SqliteSaver stores the whole message list in each, its PostgresSaver re-stores changed channels; vigil\'s refer to the thread\'s message rows';
 const TARGETS_TABLE =

@@ -70,26 +70,31 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   await withClient(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
 
-/** Bytes of every table of the schema, with its indexes and TOAST. */
+/**
+ * The data pages of each table of the schema: its main fork, its indexes' and its TOAST
+ * table's (and TOAST index's), by table. Not the free-space and visibility maps, which
+ * PostgreSQL creates on a table's first vacuums (24 KiB and 8 KiB at once, a few KiB a turn
+ * when a small table gets them during a measurement) and which then grow by a byte per page:
+ * bookkeeping, not what a turn stores. The same for every saver measured.
+ */
+const DATA_BYTES_BY_TABLE = `
+  SELECT t.relname AS tablename,
+         (pg_relation_size(t.oid, 'main')
+          + coalesce((SELECT sum(pg_relation_size(i.indexrelid, 'main')) FROM pg_index i WHERE i.indrelid = t.oid), 0)
+          + coalesce(pg_relation_size(t.reltoastrelid, 'main'), 0)
+          + coalesce((SELECT sum(pg_relation_size(i.indexrelid, 'main')) FROM pg_index i WHERE i.indrelid = t.reltoastrelid), 0))::bigint AS bytes
+  FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+  WHERE n.nspname = $1 AND t.relkind = 'r'`;
+
+/** Data bytes of every table of the schema, with its indexes and TOAST (see DATA_BYTES_BY_TABLE). */
 export async function schemaBytes(url: string, schema: string): Promise<number> {
-  return withClient(url, async (client) => {
-    const result = await client.query<{ bytes: string | null }>(
-      `SELECT sum(pg_total_relation_size(format('%I.%I', schemaname, tablename)::regclass))::bigint AS bytes
-         FROM pg_tables WHERE schemaname = $1`,
-      [schema],
-    );
-    return Number(result.rows[0]?.bytes ?? 0);
-  });
+  return [...(await postgresTableBytes(url, schema)).values()].reduce((sum, bytes) => sum + bytes, 0);
 }
 
-/** Each table's bytes with its indexes (an index counts toward its table). */
+/** Each table's data bytes with its indexes and TOAST (an index counts toward its table). */
 export async function postgresTableBytes(url: string, schema: string): Promise<Map<string, number>> {
   return withClient(url, async (client) => {
-    const result = await client.query<{ tablename: string; bytes: string }>(
-      `SELECT tablename, pg_total_relation_size(format('%I.%I', schemaname, tablename)::regclass)::bigint AS bytes
-         FROM pg_tables WHERE schemaname = $1`,
-      [schema],
-    );
+    const result = await client.query<{ tablename: string; bytes: string }>(DATA_BYTES_BY_TABLE, [schema]);
     return new Map(result.rows.map((row) => [row.tablename, Number(row.bytes)]));
   });
 }
