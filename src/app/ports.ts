@@ -285,6 +285,12 @@ export interface CheckpointSettling {
    * whose process ended before the checkpoint holding them was stored (HOLD_INPUT_STEP).
    */
   unappliedMessages?(threadId: string): Promise<BaseMessage[]>;
+  /**
+   * A run's input written to the thread's history (durable, told to the sink) before its
+   * graph starts, answering in the same transaction the thread's unapplied messages, which
+   * the run takes first.
+   */
+  storeInput?(threadId: string, messages: readonly BaseMessage[], sink: HistorySink | undefined): Promise<BaseMessage[]>;
 }
 
 // ---------- storage as a whole ----------

@@ -427,18 +427,23 @@ export function webhookSuite(backend: () => Backend): void {
       const threadId = await newThread();
       const hook = await createHook({ threadId });
       const deliveryId = `blip-${randomUUID()}`;
-      // The thread's checkpoints cannot be written: a storage blip.
+      // Nothing of the thread can be written (its input, its checkpoints): a storage blip.
       const saver = server.storage.checkpointer as unknown as Record<string, unknown>;
-      const storedPut = Object.getPrototypeOf(saver).put as (...args: unknown[]) => Promise<unknown>;
+      const own = Object.getPrototypeOf(saver) as Record<string, (...args: unknown[]) => Promise<unknown>>;
       saver.put = function (this: unknown, config: { configurable?: Record<string, unknown> }, ...rest: unknown[]) {
         if (config.configurable?.thread_id === threadId) return Promise.reject(new Error('disk I/O error'));
-        return storedPut.call(this, config, ...rest);
+        return own.put!.call(this, config, ...rest);
+      };
+      saver.storeInput = function (this: unknown, thread: unknown, ...rest: unknown[]) {
+        if (thread === threadId) return Promise.reject(new Error('disk I/O error'));
+        return own.storeInput!.call(this, thread, ...rest);
       };
       let refused: Awaited<ReturnType<typeof deliver>>;
       try {
         refused = await deliver(hook, { kind: 'blip', repo: 'r' }, { deliveryId });
       } finally {
         delete saver.put;
+        delete saver.storeInput;
       }
       expect(refused.status, refused.text).toBe(503);
       expect(refused.body.error.code).toBe('HOOK_TASK_NOT_STORED');

@@ -8,7 +8,7 @@
  * one statement).
  */
 import type pg from 'pg';
-import type { CheckpointStore, CommitRequest, ListQuery, StoredCheckpoint, StoredMessageRow, StoredWrite, ThreadRead } from './checkpoint-store.js';
+import type { CheckpointStore, CommitRequest, CommitResult, ListQuery, StoredCheckpoint, StoredMessageRow, StoredWrite, ThreadRead } from './checkpoint-store.js';
 import { StoreConflict } from './checkpoint-store.js';
 import { messageIdHash } from './message-id-hash.js';
 
@@ -96,6 +96,10 @@ WITH input AS (
   SELECT $1, $19::uuid, $20::uuid, greatest($21::int, (SELECT coalesce(max(seq), 0) FROM thread_messages WHERE thread_key = $1)), $22::bytea
   WHERE $19::uuid IS NOT NULL
   ON CONFLICT (thread_key, checkpoint_id) DO UPDATE SET parent_id = excluded.parent_id, last_seq = excluded.last_seq, body = excluded.body
+), before AS (
+  SELECT m.seq, m.message_id, m.type, m.body FROM thread_messages m
+  WHERE $26::bool AND m.thread_key = $1 AND m.visibility IS NOT NULL
+    AND m.seq > coalesce((SELECT last_seq FROM thread_checkpoints c WHERE c.thread_key = $1 ORDER BY c.checkpoint_id DESC LIMIT 1), 0)
 ), counters AS (
   UPDATE threads SET
     message_count = message_count + (SELECT count(*) FROM shown),
@@ -107,7 +111,9 @@ WITH input AS (
     last_visible_at = CASE WHEN EXISTS (SELECT 1 FROM shown WHERE visibility = 'user') THEN $15::timestamptz ELSE last_visible_at END
   WHERE id = $23::text AND EXISTS (SELECT 1 FROM shown)
 )
-SELECT seq FROM shown`;
+SELECT seq, NULL::text AS message_id, NULL::text AS type, NULL::bytea AS body FROM shown
+UNION ALL
+SELECT seq, message_id, type, body FROM before`;
 
 export class PostgresCheckpointStore implements CheckpointStore {
   readonly #pool: pg.Pool;
@@ -201,12 +207,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return Number(result.rows[0]?.top ?? 0);
   }
 
-  async commit(request: CommitRequest): Promise<number[]> {
+  async commit(request: CommitRequest): Promise<CommitResult> {
     const rows = request.rows;
     const shows = (row: (typeof rows)[number]) => row.shown && row.facts !== undefined;
     const checkpoint = request.checkpoint;
     try {
-      const result = await this.#pool.query<{ seq: number }>(COMMIT_SQL, [
+      const result = await this.#pool.query<{ seq: number; message_id: string | null; type: string | null; body: Buffer | null }>(COMMIT_SQL, [
         request.key,
         rows.map((row) => row.seq),
         rows.map((row) => row.messageId),
@@ -232,8 +238,14 @@ export class PostgresCheckpointStore implements CheckpointStore {
         request.threadId ?? null,
         rows.map((row) => messageIdHash(row.messageId)),
         request.marks.map((mark) => messageIdHash(mark.messageId)),
+        request.unapplied === true,
       ]);
-      return result.rows.map((row) => row.seq);
+      const shown = result.rows.filter((row) => row.message_id === null).map((row) => row.seq);
+      const unapplied = result.rows
+        .filter((row) => row.message_id !== null)
+        .map((row) => ({ seq: row.seq, messageId: row.message_id!, type: row.type!, body: row.body!, shown: true }))
+        .sort((a, b) => a.seq - b.seq);
+      return { shown, unapplied };
     } catch (error) {
       throw conflictOf(error) ?? error;
     }

@@ -3,7 +3,7 @@
  * saver runs writes behind the storage's gate). See checkpoint-store.ts.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
-import type { CheckpointStore, CommitRequest, HistoryFacts, ListQuery, StoredCheckpoint, StoredMessageRow, StoredWrite, ThreadRead } from './checkpoint-store.js';
+import type { CheckpointStore, CommitRequest, CommitResult, HistoryFacts, ListQuery, StoredCheckpoint, StoredMessageRow, StoredWrite, ThreadRead } from './checkpoint-store.js';
 import { StoreConflict } from './checkpoint-store.js';
 import { messageIdHash } from './message-id-hash.js';
 import { inSyncTransaction } from './node-sqlite.js';
@@ -120,7 +120,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
     return (this.#statement('SELECT coalesce(max(seq), 0) AS top FROM thread_messages WHERE thread_key = ?').get(key) as { top: number }).top;
   }
 
-  async commit(request: CommitRequest): Promise<number[]> {
+  async commit(request: CommitRequest): Promise<CommitResult> {
     const at = Date.parse(request.at);
     const insert = this.#statement('INSERT INTO thread_messages (thread_key, seq, message_id, id_hash, type, body, visibility, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
     // INDEXED BY: without statistics SQLite would rather walk the thread's rows by its key.
@@ -130,6 +130,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
       return inSyncTransaction(
         this.#db,
         () => {
+          const unapplied = request.unapplied === true && request.threadId !== undefined ? this.#unappliedRows(request.threadId) : [];
           const shown: { seq: number; facts: HistoryFacts }[] = [];
           const ids = new Set<string>();
           const mayShow = (messageId: string, facts: HistoryFacts | undefined): facts is HistoryFacts => {
@@ -156,7 +157,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
             ).run(request.key, checkpoint.checkpointId, checkpoint.parentId, checkpoint.lastSeq, request.key, checkpoint.body);
           }
           if (shown.length > 0 && request.threadId !== undefined) this.#moveCounters(request.threadId, shown, request.at);
-          return shown.map((entry) => entry.seq);
+          return { shown: shown.map((entry) => entry.seq), unapplied };
         },
         'BEGIN IMMEDIATE',
       );
@@ -183,6 +184,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   async unapplied(threadId: string): Promise<StoredMessageRow[]> {
+    return this.#unappliedRows(threadId);
+  }
+
+  #unappliedRows(threadId: string): StoredMessageRow[] {
     const rows = this.#statement(
       `SELECT m.seq, m.message_id, m.type, m.body, m.visibility FROM thread_keys k JOIN thread_messages m ON m.thread_key = k.key
        WHERE k.thread_id = ? AND k.checkpoint_ns = '' AND m.visibility IS NOT NULL

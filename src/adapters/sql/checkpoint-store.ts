@@ -68,11 +68,23 @@ export interface CommitRequest {
   at: string;
   values: readonly { hash: string; type: string; value: Uint8Array }[];
   /**
+   * Also answer the thread's unapplied history rows (see `unapplied`) as they were before this
+   * commit: a run storing its input takes them first, in the same transaction.
+   */
+  unapplied?: boolean;
+  /**
    * Absent: rows only (what a held checkpoint added, made durable before it is stored).
    * `lastSeq`: the highest row the checkpoint refers to; stored is the thread's last row when
    * the checkpoint is, so that a row after it is one no checkpoint was stored since (see `unapplied`).
    */
   checkpoint?: { checkpointId: string; parentId: string | null; lastSeq: number; body: Uint8Array } | undefined;
+}
+
+export interface CommitResult {
+  /** The row numbers history now shows. */
+  shown: number[];
+  /** With `unapplied` asked: the thread's unapplied history rows before the commit. */
+  unapplied: StoredMessageRow[];
 }
 
 /** Thrown by commit when the key's row is gone (its thread was deleted) or a row number is taken: re-read and try again. */
@@ -104,8 +116,8 @@ export interface CheckpointStore {
   messages(key: number, ranges: readonly number[]): Promise<StoredMessageRow[]>;
   values(key: number, hashes: readonly string[]): Promise<Map<string, { type: string; value: Uint8Array }>>;
   maxSeq(key: number): Promise<number>;
-  /** One transaction: rows, marks, values, the checkpoint and the thread's counters. Answers the row numbers history now shows. */
-  commit(request: CommitRequest): Promise<number[]>;
+  /** One transaction: rows, marks, values, the checkpoint and the thread's counters. */
+  commit(request: CommitRequest): Promise<CommitResult>;
   /** `replace`: a write of a special channel (an error, an interrupt) replaces one stored for the same task and index. */
   putWrites(key: number, checkpointId: string, writes: readonly StoredWrite[], replace: boolean): Promise<void>;
   /** The thread's rows of every namespace, history included. */

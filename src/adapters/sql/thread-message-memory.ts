@@ -160,6 +160,29 @@ export class ThreadMessageMemory {
   }
 
   /**
+   * The rows for messages to add to the thread's history on their own (a run's input, before
+   * any checkpoint holds it): every one memory does not know as a row of this key.
+   */
+  async planMessages(key: number, messages: readonly BaseMessage[], firstSeq: number): Promise<PlannedValues> {
+    const rows: PlannedRow[] = [];
+    let next = firstSeq;
+    let lastSeq = 0;
+    for (const message of messages) {
+      const numbered = this.#rows.get(message);
+      if (numbered?.key === key) {
+        lastSeq = Math.max(lastSeq, numbered.seq);
+        continue;
+      }
+      const [serializerType, dumped] = await this.#serde.dumpsTyped(message);
+      const row = encodeMessageRow(serializerType, typeof dumped === 'string' ? new TextEncoder().encode(dumped) : dumped, message.id as string);
+      const seq = next++;
+      rows.push({ seq, messageId: message.id as string, type: row.type, body: row.body, shown: true, original: message, loaded: message });
+      lastSeq = seq;
+    }
+    return { values: {}, rows, marks: [], lastSeq, last: undefined };
+  }
+
+  /**
    * A planned write was committed: memory learns its rows, and what history made of the
    * rows and marks it decided on (`shownSeqs` are shown; the other candidates are hidden).
    */

@@ -43,10 +43,10 @@ import {
 import { HISTORY_SINK, type HistorySink, type StoredMessage } from '../../app/ports.js';
 import { projectMessage } from '../../app/message-projection.js';
 import { packCheckpointBody, unpackCheckpointBody } from './checkpoint-body-codec.js';
-import { StoreConflict, type CheckpointStore, type HistoryFacts, type StoredCheckpoint, type StoredMessageRow, type StoredWrite } from './checkpoint-store.js';
+import { StoreConflict, type CheckpointStore, type CommitRequest, type CommitResult, type HistoryFacts, type StoredCheckpoint, type StoredMessageRow, type StoredWrite } from './checkpoint-store.js';
 import { HeldCheckpointWrites, type HeldPut } from './held-checkpoint-writes.js';
 import { rangesOf } from './message-ranges.js';
-import { ThreadMessageMemory, type MessageMemoryLimits, type PlannedRow } from './thread-message-memory.js';
+import { ThreadMessageMemory, type MessageMemoryLimits, type PlannedRow, type PlannedValues } from './thread-message-memory.js';
 
 /** The key of the reference a checkpoint stores in place of a channel value kept in `thread_values`. */
 export const STORED_VALUE_REF = 'vigil:value';
@@ -262,16 +262,59 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
     if (typeof threadId !== 'string' || threadId === '') throw new Error('Missing "thread_id" field in passed "config.configurable".');
     const checkpointNs = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const parentId = (config.configurable?.checkpoint_id as string | undefined) ?? null;
-    const address: Address = { threadId, checkpointNs, checkpointId: undefined };
-    const sink = historySinkOf(config);
+    const history = checkpointNs === '' ? HISTORY_CHANNEL : undefined;
+    const prepared = copyCheckpoint(checkpoint);
+    return this.#write({ threadId, checkpointNs }, historySinkOf(config), {
+      plan: (key, firstSeq) => this.#memory.plan(key, prepared.channel_values, firstSeq, history),
+      checkpoint:
+        options.messagesOnly === true
+          ? undefined
+          : async (key, planned) => {
+              const stored = await this.#storedBody(key, { ...prepared, channel_values: planned.values }, metadata);
+              return { values: stored.values, checkpoint: { checkpointId: checkpoint.id, parentId, lastSeq: planned.lastSeq, body: stored.body } };
+            },
+    }).then(() => ({ configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } }));
+  }
+
+  /**
+   * A run's input (a person's message, a trigger's task) written to the thread's history
+   * before the run's graph starts, in one transaction that also answers the messages history
+   * held that no stored checkpoint did (unappliedMessages): the run takes those first. The
+   * checkpoint applying the input is stored later, with the reply (HOLD_INPUT_STEP); until
+   * then the input is durable here, and told to the sink as stored.
+   */
+  async storeInput(threadId: string, messages: readonly BaseMessage[], sink: HistorySink | undefined): Promise<BaseMessage[]> {
+    const { unapplied, key } = await this.#write({ threadId, checkpointNs: '' }, sink, {
+      plan: (key, firstSeq) => this.#memory.planMessages(key, messages, firstSeq),
+      unapplied: true,
+    });
+    return unapplied.length === 0 ? [] : this.#memory.messagesOf(key, unapplied);
+  }
+
+  /**
+   * Plan rows, commit them with history's facts (and a checkpoint, when given), learn what
+   * was stored and tell the sink: one writer per (thread, namespace), again from the plan when
+   * another writer took the key or a row number meanwhile.
+   */
+  #write(
+    address: Pick<Address, 'threadId' | 'checkpointNs'>,
+    sink: HistorySink | undefined,
+    steps: {
+      plan: (key: number, firstSeq: number) => Promise<PlannedValues>;
+      checkpoint?: ((key: number, planned: PlannedValues) => Promise<{ values: { hash: string; type: string; value: Uint8Array }[]; checkpoint: NonNullable<CommitRequest['checkpoint']> }>) | undefined;
+      unapplied?: boolean;
+    },
+  ): Promise<{ key: number; unapplied: StoredMessageRow[] }> {
+    const { threadId, checkpointNs } = address;
+    const history = checkpointNs === '' ? threadId : undefined;
     return this.#serialized(addressName(address), () =>
       this.#gate(async () => {
-        const prepared = copyCheckpoint(checkpoint);
-        const history = checkpointNs === '' ? HISTORY_CHANNEL : undefined;
         for (let attempt = 1; ; attempt++) {
-          const key = await this.#keyOf(address);
+          const key = await this.#keyOf({ ...address, checkpointId: undefined });
           const firstSeq = this.#memory.nextSeq(key) ?? (await this.#store.maxSeq(key)) + 1;
-          const planned = await this.#memory.plan(key, prepared.channel_values, firstSeq, history);
+          const planned = await steps.plan(key, firstSeq);
+          // A held checkpoint whose messages are all stored already (a run's input, stored first): nothing to write.
+          if (steps.checkpoint === undefined && steps.unapplied !== true && planned.rows.length === 0 && planned.marks.length === 0) return { key, unapplied: [] };
           const at = sink?.now() ?? new Date().toISOString();
           const runId = sink?.runId ?? null;
           const facts = new Map<number, HistoryFacts>();
@@ -286,32 +329,22 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
           const first = (messageId: string) => !candidates.has(messageId) && candidates.add(messageId) !== undefined;
           const marks = planned.marks.filter((mark) => first(mark.message.id as string)).map((mark) => ({ seq: mark.seq, messageId: mark.message.id as string, facts: factsOf(mark.seq, mark.message) }));
           const rows = planned.rows.map((row) => ({ ...row, facts: row.shown && first(row.messageId) ? factsOf(row.seq, row.loaded) : undefined }));
-          let stored: { values: { hash: string; type: string; value: Uint8Array }[]; body: Uint8Array } | undefined;
-          if (options.messagesOnly !== true) stored = await this.#storedBody(key, { ...prepared, channel_values: planned.values }, metadata);
-          let shownSeqs: number[];
+          const stored = await steps.checkpoint?.(key, planned);
+          let result: CommitResult;
           try {
-            shownSeqs = await this.#store.commit({
-              key,
-              threadId: history === undefined ? undefined : threadId,
-              rows,
-              marks,
-              runId,
-              at,
-              values: stored?.values ?? [],
-              checkpoint: stored === undefined ? undefined : { checkpointId: checkpoint.id, parentId, lastSeq: planned.lastSeq, body: stored.body },
-            });
+            result = await this.#store.commit({ key, threadId: history, rows, marks, runId, at, values: stored?.values ?? [], checkpoint: stored?.checkpoint, unapplied: steps.unapplied === true });
           } catch (error) {
             if (!(error instanceof StoreConflict) || attempt >= COMMIT_ATTEMPTS) throw error;
             // The thread was deleted (its key is gone) or another writer numbered rows meanwhile: ask again.
-            if (error.what === 'key') this.#forgetKey(address);
+            if (error.what === 'key') this.#forgetKey({ ...address, checkpointId: undefined });
             this.#memory.forgetNextSeq(key);
             continue;
           }
-          const shown = new Set(shownSeqs);
+          const shown = new Set(result.shown);
           this.#memory.learn(key, planned, shown);
           for (const value of stored?.values ?? []) this.#keepValue(key, value.hash, value);
           if (sink !== undefined && shown.size > 0) this.#announce(sink, threadId, planned.rows, planned.marks, shown, facts, runId, at);
-          return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } };
+          return { key, unapplied: result.unapplied };
         }
       }),
     );

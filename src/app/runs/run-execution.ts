@@ -126,7 +126,7 @@ export class RunExecution {
     // An id of its own, so that a retry re-sends the same message (replaced, not repeated).
     const task = input === null ? null : toTaskMessage(input);
     this.taskId = task?.id;
-    const graphInput = task === null ? null : { messages: [...(await this.unappliedMessages(task.id)), task] };
+    const graphInput = task === null ? null : { messages: [...(await this.storeInput(task)), task] };
     for (;;) {
       this.attempts += 1;
       this.streamedThisAttempt = false;
@@ -150,13 +150,19 @@ export class RunExecution {
   }
 
   /**
-   * Messages the thread's history shows that no stored checkpoint holds (a person's message
-   * accepted by a run whose process ended before its checkpoint was stored): the run takes
-   * them first, before its own task, so the agent sees what was said, in order.
+   * The task written to the thread's history before the graph starts (durable, announced,
+   * acknowledged: onInputStored), with the messages history holds that no stored checkpoint
+   * does (a person's message accepted by a run whose process ended before its checkpoint
+   * was stored): the run takes them first, before its own task, so the agent sees what was
+   * said, in order.
    */
-  private async unappliedMessages(taskId: string | undefined): Promise<BaseMessage[]> {
-    const unapplied = (await this.deps.storage.checkpointer.unappliedMessages?.(this.context.threadId)) ?? [];
-    const taken = unapplied.filter((message) => message.id !== taskId);
+  private async storeInput(task: BaseMessage): Promise<BaseMessage[]> {
+    const checkpointer = this.deps.storage.checkpointer;
+    const unapplied =
+      checkpointer.storeInput !== undefined
+        ? await checkpointer.storeInput(this.context.threadId, [task], this.historySink())
+        : ((await checkpointer.unappliedMessages?.(this.context.threadId)) ?? []);
+    const taken = unapplied.filter((message) => message.id !== task.id);
     if (taken.length > 0) this.log.warn({ messageIds: taken.map((message) => message.id) }, 'the thread held accepted messages no checkpoint had (a run cut short by its process ending): taken in first');
     return taken;
   }
@@ -173,12 +179,11 @@ export class RunExecution {
     // The attempt's first model call is paid already: by the run's admission, or by beforeRetry
     // (I5); unless the request says nothing paid ahead, when each call pays its way.
     const prepaid: PrepaidModelCall = { remaining: this.request.firstCallPrepaid === false ? 0 : 1 };
-    const sink: HistorySink = { runId: this.runId, now: () => this.deps.clock.now().toISOString(), onStored: (messages) => this.onStored(messages) };
     const configurable = {
       ...config.configurable,
       [HOLD_SUPERSEDED_WRITES]: true,
       ...(this.taskId !== undefined ? { [HOLD_INPUT_STEP]: true } : {}),
-      [HISTORY_SINK]: sink,
+      [HISTORY_SINK]: this.historySink(),
       [PREPAID_MODEL_CALL]: prepaid,
     };
     return { ...config, configurable, ...(this.callbacks ? { callbacks: this.callbacks } : {}) };
@@ -210,6 +215,11 @@ export class RunExecution {
       throw error;
     }
     await sleep(decision.delayMs, this.controller.signal);
+  }
+
+  /** What the saver records with the messages this run adds to history, and tells once they are stored. */
+  private historySink(): HistorySink {
+    return { runId: this.runId, now: () => this.deps.clock.now().toISOString(), onStored: (messages) => this.onStored(messages) };
   }
 
   /** A step's state, streamed once its checkpoint (or, held, the messages it added) is stored. */
