@@ -21,6 +21,10 @@
  *               (MessagesDeltaValue / messagesDeltaReducer), which saves per-step
  *               writes instead of the whole list (reported, or why it failed; the
  *               seeded thread has no snapshot yet, so each turn replays from the seed);
+ *  - store:     the same one-node graph on vigil's saver (thread-saver.ts), each turn
+ *               stored as a run stores it (its input first, the input's steps held until
+ *               the reply's checkpoint): the storage alone, without the run's other work
+ *               (run record, memory recall, events, context fitting);
  *  - exit:      the plain langgraph graph with `durability: 'exit'`: one checkpoint at
  *               the end of the run instead of one per step.
  *
@@ -47,6 +51,8 @@ import { TokenCounter } from '../src/agent/context/token-counter.js';
 import { adoptMessage } from '../src/agent/message-identity.js';
 import type { AgentRecord } from '../src/app/ports.js';
 import { RunCoordinator } from '../src/app/run-coordinator.js';
+import { HOLD_INPUT_STEP, HOLD_SUPERSEDED_WRITES } from '../src/app/ports.js';
+import type { ThreadSaver } from '../src/adapters/sql/thread-saver.js';
 import { backendsOf, openBenchStorage, type BackendName } from './backends.js';
 import { conversation, userTurnText } from './fixtures.js';
 import type { BenchOptions, BenchRow } from './types.js';
@@ -64,9 +70,9 @@ const TARGETS_TABLE =
   'issue 10 targets: 2,000 msgs langgraph ÷ vigil p50 (≥ 15), vigil 10,000 ÷ 100 p50 (≤ 1.5), worst vigil growth ÷ new JSON (≤ 2), 10 msgs vigil ÷ langgraph p50 (≤ 1), vigil p50 at 2,000 (ms; ≤ 10 SQLite, ≤ 20 PostgreSQL)';
 const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
 
-export type Variant = 'vigil' | 'langgraph' | 'delta' | 'exit';
+export type Variant = 'vigil' | 'langgraph' | 'store' | 'delta' | 'exit';
 /** Experiments: a failure is reported in a note, never fatal. */
-const EXPERIMENTS: readonly Variant[] = ['delta', 'exit'];
+const EXPERIMENTS: readonly Variant[] = ['store', 'delta', 'exit'];
 
 /** One way of running turns, on one database, with its own current thread. */
 export interface TurnHarness {
@@ -140,7 +146,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
   const rows: BenchRow[] = [];
   const harnesses: TurnHarness[] = [await vigilHarness(options, backend), await langGraphHarness(options, backend, 'langgraph')];
   const failures = new Map<Variant, string>();
-  for (const variant of ['delta', 'exit'] as const) {
+  for (const variant of ['store', 'delta', 'exit'] as const) {
     try {
       harnesses.push(await langGraphHarness(options, backend, variant));
     } catch (error) {
@@ -259,7 +265,7 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
       rows.push({ group: GROUP, name: `${backend} ${size} msgs ${variant} reads`, value: round(reads, 1), unit: '/turn', dims: { table: CHECKPOINTS_TABLE, line, column: `${variant} read` } });
     }
     const base = p50.get('langgraph');
-    for (const variant of ['vigil', 'delta', 'exit'] as const) {
+    for (const variant of ['vigil', 'store', 'delta', 'exit'] as const) {
       const value = p50.get(variant);
       if (base === undefined || value === undefined) continue;
       rows.push({
@@ -411,7 +417,8 @@ const PlainState = Annotation.Root({
 const DeltaState = new StateSchema({ messages: MessagesDeltaValue });
 
 export async function langGraphHarness(options: BenchOptions, backend: BackendName, variant: Exclude<Variant, 'vigil'>): Promise<TurnHarness> {
-  const { saver, bytes, checkpoints, analyze } = await openSaver(options, backend, variant);
+  const { saver, bytes, checkpoints, analyze } = variant === 'store' ? await openStoreSaver(options, backend) : await openSaver(options, backend, variant);
+  const store = variant === 'store' ? (saver as ThreadSaver) : undefined;
   const reads = countReads(saver);
   const model = new DemoChatModel({ tokenDelayMs: 0 });
   async function respond(state: { messages: BaseMessage[] }, config: RunnableConfig) {
@@ -424,7 +431,9 @@ export async function langGraphHarness(options: BenchOptions, backend: BackendNa
       ? new StateGraph(PlainState).addNode('respond', respond).addEdge(START, 'respond').addEdge('respond', END).compile({ checkpointer: saver })
       : new StateGraph(DeltaState).addNode('respond', respond).addEdge(START, 'respond').addEdge('respond', END).compile({ checkpointer: saver });
   let threadId = '';
-  const config = () => ({ configurable: { thread_id: threadId }, ...(variant === 'exit' ? { durability: 'exit' as const } : {}) });
+  // store: a run's way of storing a turn (its input first, then the input's steps held until the reply's checkpoint).
+  const held = store === undefined ? {} : { [HOLD_SUPERSEDED_WRITES]: true, [HOLD_INPUT_STEP]: true };
+  const config = () => ({ configurable: { thread_id: threadId, ...held }, ...(variant === 'exit' ? { durability: 'exit' as const } : {}) });
   return {
     variant,
     async seed(size) {
@@ -433,7 +442,10 @@ export async function langGraphHarness(options: BenchOptions, backend: BackendNa
       await settle(backend, bytes, analyze);
     },
     async turn(index) {
-      await graph.invoke({ messages: [new HumanMessage({ id: randomUUID(), content: userTurnText(index) })] }, config());
+      const message = new HumanMessage({ id: randomUUID(), content: userTurnText(index) });
+      await store?.storeInput(threadId, [message], undefined);
+      await graph.invoke({ messages: [message] }, config());
+      await store?.settle(threadId);
     },
     async stateLength() {
       const snapshot = await graph.getState(config());
@@ -466,6 +478,12 @@ interface OpenedSaver {
 async function settle(backend: BackendName, bytes: () => Promise<number>, analyze: () => Promise<void>): Promise<void> {
   if (backend === 'sqlite') await bytes();
   else await analyze();
+}
+
+/** vigil's saver alone, on the same one-node graph: the storage a turn costs, without the run's other work. */
+async function openStoreSaver(options: BenchOptions, backend: BackendName): Promise<OpenedSaver> {
+  const { storage, bytes, checkpoints, analyze } = await openBenchStorage(options, backend, 'turn-store');
+  return { saver: storage.checkpointer, bytes, analyze, checkpoints };
 }
 
 async function openSaver(options: BenchOptions, backend: BackendName, label: string): Promise<OpenedSaver> {
