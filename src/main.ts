@@ -49,7 +49,6 @@ import type { PlanHeartbeats } from './app/plans/plan-ports.js';
 import { PlanService } from './app/plans/plan-service.js';
 import { SqlPlanRepository } from './adapters/sql/plan-repository.js';
 import { SqlScheduleRepository } from './adapters/sql/schedule-repository.js';
-import { readFromStorage } from './adapters/sql/checkpoint-cache.js';
 import { ScheduleRunner } from './app/schedules/schedule-runner.js';
 import { PrometheusMetrics } from './adapters/metrics/prometheus-metrics.js';
 import { measureCheckpointWrites, modelCallObservers, observeModels, serveMetrics, type MetricsServer } from './adapters/metrics/metrics-wiring.js';
@@ -156,7 +155,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let presence: InstancePresence | undefined;
   const instanceId = config.instanceId ?? randomUUID().slice(0, 8);
   try {
-    await checkMetadataIntegrity(storage.checkpointer, logger, (config) => readFromStorage(storage.checkpointer, config));
+    await checkMetadataIntegrity(storage.checkpointer, logger, (config) => storage.checkpointer.getTupleFromStorage(config));
     const metrics = new PrometheusMetrics({ queueDepth: () => jobs?.depth() ?? Promise.resolve({ ready: 0, deferred: 0, active: 0 }) });
     const models = options.models ? observeModels(options.models, metrics) : buildModels(config, options.demoTokenDelayMs ?? 0, modelCallObservers(metrics));
     models(config.model); // fail at start-up, not at the first message, on a bad model setting
