@@ -67,7 +67,7 @@ const BYTES_TABLE =
 const CHECKPOINTS_TABLE =
   'checkpoints saved and read (saver.getTuple) per turn; LangGraph\'s SqliteSaver stores the whole message list in each, its PostgresSaver re-stores changed channels; vigil\'s refer to the thread\'s message rows';
 const TARGETS_TABLE =
-  'issue 10 targets: 2,000 msgs langgraph ÷ vigil p50 (≥ 15), vigil 10,000 ÷ 100 p50 (≤ 1.5), worst vigil growth ÷ new JSON (≤ 2), 10 msgs vigil ÷ langgraph p50 (≤ 1), vigil p50 at 2,000 (ms; ≤ 10 SQLite, ≤ 20 PostgreSQL)';
+  'issue 10 targets: 2,000 msgs langgraph ÷ vigil p50 (≥ 15), vigil 10,000 ÷ 100 p50 (≤ 1.5), worst vigil growth ÷ new JSON (≤ 2), 10 msgs vigil ÷ langgraph p50 (≤ 1), vigil p50 at 2,000 (ms; ≤ 10 SQLite, ≤ 20 PostgreSQL); the two ratios of near-equal times also as the median of 6 rounds in which their sides take turns ("alternating"), which a shared machine\'s changing load moves far less';
 const SYSTEM_PROMPT = 'You are a helpful assistant. Answer clearly and briefly.';
 
 export type Variant = 'vigil' | 'langgraph' | 'store' | 'delta' | 'exit';
@@ -117,10 +117,12 @@ interface Plan {
    * ~1.5 KiB read from 15 turns was off by a page or two either way.
    */
   bytesTurns: number;
+  /** Rounds of the alternating measurements of the two ratios of nearly equal times (0: none). */
+  alternatingRounds: number;
 }
 
 function planFor(options: BenchOptions): Plan {
-  if (options.quick) return { sizes: [{ size: 10, turns: 5 }, { size: 100, turns: 5 }, { size: 500, turns: 5 }], warmup: 2, jitWarmup: 5, bytesTurns: 20 };
+  if (options.quick) return { sizes: [{ size: 10, turns: 5 }, { size: 100, turns: 5 }, { size: 500, turns: 5 }], warmup: 2, jitWarmup: 5, bytesTurns: 20, alternatingRounds: 0 };
   return {
     sizes: [
       { size: 10, turns: 25 },
@@ -132,6 +134,7 @@ function planFor(options: BenchOptions): Plan {
     warmup: 5,
     jitWarmup: 60,
     bytesTurns: 300,
+    alternatingRounds: 6,
   };
 }
 
@@ -282,6 +285,21 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
     const bottom = medians.get(denominator);
     return top === undefined || bottom === undefined ? undefined : top / bottom;
   };
+  // The two ratios of nearly equal times, measured again with their sides taking turns: a
+  // shared machine's load comes and goes over minutes, and sizes measured minutes apart moved
+  // their ratio by 0.7 between runs (10,000 ÷ 100 read 1.71 in one run, 0.94 in the next).
+  const hasSize = (size: number) => plan.sizes.some((entry) => entry.size === size && (entry.variants?.includes('vigil') ?? true) && (entry.backends?.includes(backend) ?? true));
+  let tenRatio: number | undefined;
+  let flatRatio: number | undefined;
+  if (plan.alternatingRounds > 0) {
+    options.progress(`turn: ${backend}, alternating rounds (${plan.alternatingRounds}): 10 messages vigil and langgraph`);
+    tenRatio = await alternatingRatio({ harness: harnesses[0]!, size: 10, reseed: true }, { harness: harnesses[1]!, size: 10, reseed: true }, plan.alternatingRounds);
+    if (hasSize(10_000) && hasSize(100)) {
+      options.progress(`turn: ${backend}, alternating rounds (${plan.alternatingRounds}): vigil at 10,000 and at 100 messages`);
+      const long = await vigilHarness(options, backend);
+      flatRatio = await alternatingRatio({ harness: long, size: 10_000, reseed: false }, { harness: harnesses[0]!, size: 100, reseed: true }, plan.alternatingRounds);
+    }
+  }
   const targets: [string, number | undefined, string][] = [
     ['2,000: langgraph ÷ vigil', ratio('2000:langgraph', '2000:vigil'), '×'],
     ['vigil 10,000 ÷ 100', ratio('10000:vigil', '100:vigil'), '×'],
@@ -293,10 +311,50 @@ async function benchBackend(options: BenchOptions, backend: BackendName, plan: P
     if (value === undefined) continue;
     rows.push({ group: GROUP, name: `${backend} target ${column}`, value: round(value, 2), unit, dims: { table: TARGETS_TABLE, line: backend, column } });
   }
+  for (const [column, value] of [['10: vigil ÷ langgraph', tenRatio], ['vigil 10,000 ÷ 100', flatRatio]] as const) {
+    if (value === undefined) continue;
+    rows.push({ group: GROUP, name: `${backend} target ${column}, alternating`, value: round(value, 2), unit: '×', dims: { table: TARGETS_TABLE, line: backend, column: `${column}, alternating` } });
+  }
   for (const [variant, reason] of failures) {
     rows.push({ group: GROUP, name: `${backend} ${variant} failed`, value: Number.NaN, unit: '', note: reason });
   }
   return rows;
+}
+
+/** One side of an alternating comparison: a harness and the length of the thread it turns on. */
+interface Side {
+  harness: TurnHarness;
+  size: number;
+  /** A fresh thread of `size` each round (short threads), or one seeded once (long ones, which 60 turns barely lengthen). */
+  reseed: boolean;
+}
+
+/**
+ * The median over `rounds` of a's p50 ÷ b's, the two taking turns in blocks (5 warm-up turns,
+ * then 25 measured), so whatever load the machine carries falls on both sides of each ratio.
+ */
+export async function alternatingRatio(a: Side, b: Side, rounds: number, onRound?: (aP50: number, bP50: number) => void): Promise<number> {
+  for (const side of [a, b]) if (!side.reseed) await side.harness.seed(side.size);
+  const next = new Map<Side, number>([[a, 0], [b, 0]]);
+  const ratios: number[] = [];
+  for (let roundIndex = 0; roundIndex < rounds; roundIndex++) {
+    const p50: number[] = [];
+    for (const side of [a, b]) {
+      if (side.reseed) await side.harness.seed(side.size);
+      const samples: number[] = [];
+      for (let index = 0; index < 30; index++) {
+        const turn = next.get(side)!;
+        next.set(side, turn + 1);
+        const start = performance.now();
+        await side.harness.turn(turn);
+        if (index >= 5) samples.push(performance.now() - start);
+      }
+      p50.push(stats(samples).p50);
+    }
+    onRound?.(p50[0]!, p50[1]!);
+    ratios.push(p50[0]! / p50[1]!);
+  }
+  return stats(ratios).p50;
 }
 
 // ---------- vigil: the coordinator, the chat graph, the projection ----------
