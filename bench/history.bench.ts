@@ -1,5 +1,5 @@
 /**
- * Group "history": reading a long thread's projection and a user's thread list, on
+ * Group "history": reading a long thread's history and a user's thread list, on
  * SQLite and PostgreSQL: the paths a person's client hits on every page load.
  */
 import { randomUUID } from 'node:crypto';
@@ -52,7 +52,7 @@ async function benchBackend(
   }
   const fillMs = performance.now() - fillStart;
   const thread = await storage.threads.get(USER, threadId);
-  if (thread?.messageCount !== sizes.messageCount) throw new Error(`projection holds ${thread?.messageCount} messages, expected ${sizes.messageCount}`);
+  if (thread?.messageCount !== sizes.messageCount) throw new Error(`history holds ${thread?.messageCount} messages, expected ${sizes.messageCount}`);
   rows.push({
     group: GROUP,
     name: `${backend}: fill ${sizes.messageCount} msgs (a graph's input × ${batch})`,

@@ -4,9 +4,9 @@
  * their own, right after its warm-up, so no variant pays for collecting another's garbage):
  *
  *  - vigil:     RunCoordinator.run → chat graph (respond, which recalls memories first)
- *               with the demo model, projection kept in step, events published, on the
- *               savers openStorage builds (message log, checkpoint cache; PostgreSQL reads
- *               as plain rows): everything a turn does but the model. A thread longer
+ *               with the demo model, history written, events published, on the storage
+ *               openStorage builds (the thread store: thread-saver.ts): everything a turn
+ *               does but the model. A thread longer
  *               than the default context budget is seeded with the conversation summary
  *               a thread of that length has (older messages folded), as every real one
  *               does, so the measured turns do not each fold a slice of a backlog;
@@ -357,7 +357,7 @@ export async function alternatingRatio(a: Side, b: Side, rounds: number, onRound
   return stats(ratios).p50;
 }
 
-// ---------- vigil: the coordinator, the chat graph, the projection ----------
+// ---------- vigil: the coordinator, the chat graph, the thread store ----------
 
 export async function vigilHarness(options: BenchOptions, backend: BackendName): Promise<TurnHarness> {
   const { storage, bytes, checkpoints, tableBytes, vacuum, analyze } = await openBenchStorage(options, backend, 'turn-vigil');
@@ -399,7 +399,7 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       const state = (await graph.invoke({ messages: seedMessages, ...caughtUpSummary(seedMessages) }, runConfig(settings('seed')))) as ChatStateValue;
       const thread = await storage.threads.get(USER, threadId);
       if (thread?.messageCount !== size || state.messages.length !== size) {
-        throw new Error(`seeding ${size}: state ${state.messages.length}, projection ${thread?.messageCount}`);
+        throw new Error(`seeding ${size}: state ${state.messages.length}, history ${thread?.messageCount}`);
       }
       await settle(backend, bytes, analyze);
     },
@@ -416,13 +416,13 @@ export async function vigilHarness(options: BenchOptions, backend: BackendName):
       };
       const outcome = await coordinator.run({ context, agent, input: new HumanMessage({ id: randomUUID(), content: userTurnText(index) }) });
       if (outcome.run.status !== 'succeeded') throw new Error(`vigil run ${outcome.run.status}: ${outcome.run.errorMessage ?? ''}`);
-      if (outcome.messages.length !== 2) throw new Error(`vigil run projected ${outcome.messages.length} messages, expected 2`);
+      if (outcome.messages.length !== 2) throw new Error(`vigil run stored ${outcome.messages.length} messages, expected 2`);
     },
     async stateLength() {
       const snapshot = await graph.getState(runConfig(settings('check')));
       const length = (snapshot.values as ChatStateValue).messages.length;
       const thread = await storage.threads.get(USER, threadId);
-      if (thread?.messageCount !== length) throw new Error(`projection ${thread?.messageCount} ≠ state ${length}`);
+      if (thread?.messageCount !== length) throw new Error(`history ${thread?.messageCount} ≠ state ${length}`);
       return length;
     },
     async lastMessagesJson(count) {

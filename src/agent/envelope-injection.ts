@@ -65,9 +65,8 @@ export function buildModelInput(stateMessages: readonly BaseMessage[], run: Acti
  * first and then the person. Recognised as: a synthetic human message followed by another
  * human message with no reply in between.
  *
- * Why not remove it from state (RemoveMessage): the thread's message projection is an
- * append-only log in checkpoint order, written once per message; deleting from the
- * checkpoint would break that alignment, and history keeps every message (I14). The
+ * Why not remove it from state (RemoveMessage): what the system said stays on record in
+ * state as in history (I14), so the inspector and exports show it where it happened. The
  * prompt stays recorded, internal (I2, never shown to people), and out of model input.
  */
 export function withoutAbandonedPrompts(messages: readonly BaseMessage[]): BaseMessage[] {

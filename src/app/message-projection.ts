@@ -5,10 +5,10 @@ import { classifyMessage, isRealUserMessage, type Classification } from '../doma
 import type { NewStoredMessage } from './ports.js';
 
 /**
- * The thread's messages are kept twice: in the LangGraph checkpoint (the truth the graph
- * runs on) and in an indexed projection (thread_messages) that serves history pages and
- * the thread list without deserialising a checkpoint. The projection is appended from
- * graph state, in state order, after every step; replays are skipped by message id.
+ * A state message as history shows it. The thread store keeps each message once
+ * (thread_messages, which checkpoints refer to); a row a person or the API may see carries
+ * the visibility classified here, and history pages read those rows decoded into this shape
+ * (thread-saver.ts), with a model message's tool calls as their redacted view.
  */
 export function toStoredMessage(message: BaseMessage, runId: string | null, now: string): NewStoredMessage {
   return projectMessage(message, runId, now).row;

@@ -47,7 +47,7 @@ export interface AgentRepository {
 
 export type AgentChanges = Partial<Pick<AgentRecord, 'name' | 'systemPrompt' | 'model'>>;
 
-// ---------- threads and their message projection ----------
+// ---------- threads and their history ----------
 export interface ThreadRecord {
   id: string;
   userId: string;

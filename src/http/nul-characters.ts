@@ -4,7 +4,7 @@ import { VigilError } from '../domain/errors.js';
  * Whether any string in a request's parsed params, query or body (keys included) holds
  * U+0000. PostgreSQL's text cannot store it (SQLite can), so without a check at the door
  * the same request was a 500 on one database and stored on the other, or, in a person's
- * message, failed only when the run stored its projection: after the model had answered.
+ * message, failed only when the run stored its history: after the model had answered.
  * No id, name or message of vigil's needs the character.
  */
 export function containsNul(value: unknown): boolean {

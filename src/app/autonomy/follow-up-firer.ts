@@ -161,7 +161,7 @@ export class FollowUpFirer {
     const { turn, synced } = await inspectCutShortTurn({ coordinator, storage }, agent, context, { messageId: followUpMessageId(timer.id) }, { runId: current.runId, record: previous }, now);
     log.warn({ previousRunId: current.runId, turn }, 'recovering a follow-up whose fire was interrupted');
     if (turn === 'answered' || turn === 'superseded') {
-      // The checkpoint has the whole turn (or a person moved on): only the projection lagged.
+      // The checkpoint has the whole turn (or a person moved on): only the announcement lagged.
       if (turn === 'answered') await this.onAnsweredByCrashedRun(agent, current, synced, log);
       return { admitted: false, reason: `turn_${turn}` };
     }

@@ -16,7 +16,7 @@ export interface ModelFailure {
 
 export function classifyModelFailure(error: unknown, context: { streamed: boolean }): ModelFailure {
   if (isVigilError(error)) return { code: error.code, reason: error.message, retryable: error.status >= 500 };
-  // The database refused what the run stores (a checkpoint, the projection): not the model's
+  // The database refused what the run stores (a checkpoint, its history rows): not the model's
   // doing. Taken for a cut stream, a refusal (bad data) was retried, each try calling the
   // model again for the same refusal; only a passing condition (a lost connection, a busy
   // database, a deadlock) is worth another try.

@@ -9,7 +9,7 @@ import type { Serialized } from '@langchain/core/load/serializable';
  * every node's input at each node start (to tell new messages from old ones in node
  * outputs), a walk over the whole thread per step that grows with the thread's age
  * (2 ms a turn at 10,000 messages), for whole messages vigil does not stream anyway
- * (message.end comes from the projection). Tokens are all vigil takes from it.
+ * (message.end comes from the stored history rows). Tokens are all vigil takes from it.
  *
  * `lc_prefer_streaming` asks chat models to stream when invoked, as LangGraph's handler
  * does; `awaitHandlers` delivers each token before the model goes on, so a token is never

@@ -47,7 +47,7 @@ export interface RunRequest {
    */
   onRequested?: () => void;
   /**
-   * Called once the task message is in the thread's history (checkpoint and projection),
+   * Called once the task message is in the thread's history (written before the graph starts),
    * before the model answers: a caller that acknowledges the request before the run ends
    * (a webhook's 202) waits for this, so a crash after the answer loses nothing.
    */
@@ -58,7 +58,7 @@ export type Admission = { admitted: true; input?: TaskInput | null } | { admitte
 
 export interface RunOutcome {
   run: RunRecord;
-  /** Messages this run added to the projection, in order (visible and internal). */
+  /** Messages this run added to the thread's history, in order (visible and internal). */
   messages: StoredMessage[];
 }
 

@@ -56,11 +56,10 @@ export async function streamAttempt(registered: RegisteredGraph, input: Record<s
   const tokens = new ReplyTokenHandler({ token: watch, replyChunk: (message, callId) => sink.onReplyChunk(message, callId) }, registered.replyNodes);
   let interrupted = false;
   try {
-    // durability 'sync': a step's state is streamed only once its checkpoint is written.
-    // With LangGraph's default ('async') the projection could be written before the
-    // checkpoint it mirrors; a crash between the two left history ahead of the checkpoint,
-    // and the count-based projection then skipped the thread's next message (the
-    // crash-safety e2e test lost an accepted webhook delivery so).
+    // durability 'sync': a step's state is streamed only once its checkpoint (and the history
+    // rows stored with it) is written, so nothing is announced that a crash could still lose.
+    // With LangGraph's default ('async') a step's messages were announced before the checkpoint
+    // that holds them was stored (the crash-safety e2e test lost an accepted webhook delivery so).
     const stream = await registered.graph.stream(input, { ...withModelCallCallbacks(config, [tokens]), signal: attempt.signal, streamMode: [...RUN_STREAM_MODES], durability: 'sync' });
     for await (const [, chunk] of stream as AsyncIterable<[string, unknown]>) {
       clearTimeout(stall); // the step ended: no model is streaming now

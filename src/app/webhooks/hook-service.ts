@@ -213,7 +213,7 @@ export class HookService {
     this.track(running);
     await Promise.race([inputStored, running]);
     // The run ended without storing the task (it could not start, the server is stopping, or
-    // storing failed) — unless a failed run's projection holds it after all: then nothing was
+    // storing failed) — unless a failed run's history holds it after all: then nothing was
     // accepted. The delivery is forgotten and the sender told to retry, as a 202 would have
     // lost the delivery for good (the sender never sends it again).
     if (!taskStored && !(await this.runStoredTask(hook.userId, runId))) {

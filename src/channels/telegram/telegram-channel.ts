@@ -72,10 +72,10 @@ const HISTORY_PAGE = 100;
  * Replies: every visible assistant message of a mapped thread goes to the chat exactly
  * once, whatever run wrote it — the answer to the chat's message, an autonomous
  * follow-up, a run started over HTTP. One path does it: an assistant `message.end` on a
- * mapped thread makes the thread's outbox catch up, reading the projection after the
+ * mapped thread makes the thread's outbox catch up, reading the thread's history after the
  * chat's `sent_seq` and claiming each message (a conditional update of sent_seq) before
  * sending it. Claim-before-send makes a message go out at most once across processes and
- * retries; reading from the projection (not from the event) means a reply projected
+ * retries; reading from history (not from the event) means a reply projected
  * while nothing was listening is still sent at the next start.
  */
 export class TelegramChannel {

@@ -1,7 +1,7 @@
 /**
  * Is autonomy welcome? For each autonomous message: did the person answer, and how soon
  * (the seeds' "response rate by trigger type"). Computed from the run records, the
- * message projection and the timers; nothing is inferred from message text.
+ * thread's history and the timers; nothing is inferred from message text.
  */
 export interface ReportRun {
   id: string;
