@@ -196,8 +196,23 @@ export function crashSafetySuite(environment: Environment, recoveryTimeoutMs: nu
   const history = (threadId: string) => allPages<Json>(`/api/threads/${threadId}/history?include=internal&limit=200`, 'messages');
   const timersOf = async (threadId: string) => (await call('GET', `/api/threads/${threadId}/timers?state=all&limit=100`)).body.timers as Json[];
 
-  /** No follow-up pending, and no fire's run still running (a recovery hands a fire a new run). */
+  /** Jobs the server still holds (`vigil_queue_depth`, summed over ready, deferred and running). */
+  async function queuedJobs(): Promise<number> {
+    const text = await (await fetch(`${live().url}/metrics`)).text();
+    const counts = [...text.matchAll(/^vigil_queue_depth\{state="\w+"\} (\d+)$/gm)].map((match) => Number(match[1]));
+    if (counts.length !== 3) throw new Error(`/metrics has no vigil_queue_depth for ready, deferred and active:\n${text.slice(0, 2000)}`);
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  /**
+   * No follow-up pending, no fire's run still running, and no job left. The last matters:
+   * a fire the kill cut short keeps its job, leased to the dead process, while the restart
+   * marks its run failed at once; only when the lease lapses is the job delivered again
+   * and the fire recovered, with a new run. Until then the timer names a failed run and
+   * looks settled.
+   */
   async function firesSettled(): Promise<boolean> {
+    if ((await queuedJobs()) > 0) return false;
     for (const threadId of threadIds) {
       const timers = await timersOf(threadId);
       if (timers.some((timer) => timer.state === 'pending')) return false;
