@@ -17,6 +17,7 @@ import { benchTurns } from './turn.bench.js';
 import { benchEnvelope } from './envelope.bench.js';
 import { benchTimers } from './timers.bench.js';
 import { benchContextTokens } from './context-tokens.bench.js';
+import { benchMemoryRecall } from './memory-recall.bench.js';
 import type { Bench, BenchOptions, BenchRow } from './types.js';
 import { collectGarbage, enableGc, postgresProblem, round } from './util.js';
 
@@ -27,6 +28,7 @@ const GROUPS: Record<string, Bench> = {
   envelope: benchEnvelope,
   timers: benchTimers,
   context: benchContextTokens,
+  memory: benchMemoryRecall,
 };
 
 interface Flags {

@@ -56,11 +56,16 @@ export class SqlMemoryStore implements MemoryStore {
 
   // bm25() is lower-is-better; negate it so a higher score means more relevant.
   async #searchSqlite(namespace: MemoryNamespace, terms: string[], limit: number): Promise<HitRow[]> {
+    // The full-text index holds every namespace's memories, so a MATCH reads the postings
+    // of all of them before the join keeps this namespace's. The EXISTS names no table of
+    // the outer query: SQLite tests such a term once, before its loops, so a namespace
+    // with no memories (most agents, every turn) skips the index instead of searching it.
     const result = await sql<HitRow>`
       SELECT m.id, m.user_id, m.agent_id, m.content, m.created_at, m.updated_at, m.origin, m.run_id, m.thread_id, -bm25(memories_fts) AS score
       FROM memories_fts
       JOIN memories AS m ON m.row_id = memories_fts.rowid
-      WHERE memories_fts MATCH ${fts5MatchExpression(terms)}
+      WHERE EXISTS (SELECT 1 FROM memories WHERE user_id = ${namespace.userId} AND agent_id = ${namespace.agentId})
+        AND memories_fts MATCH ${fts5MatchExpression(terms)}
         AND m.user_id = ${namespace.userId}
         AND m.agent_id = ${namespace.agentId}
       ORDER BY bm25(memories_fts), m.created_at DESC, m.id
