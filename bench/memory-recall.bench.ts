@@ -54,6 +54,6 @@ async function benchBackend(options: BenchOptions, backend: BackendName, others:
 async function addMemories(storage: Storage, namespace: { userId: string; agentId: string }, count: number, now: string): Promise<void> {
   for (let index = 0; index < count; index++) {
     const content = `${WORDS[index % WORDS.length]} with ${WORDS[(index * 3 + 1) % WORDS.length]}, note ${index}`;
-    await storage.memories.add(namespace, { id: randomUUID(), content, origin: 'api' }, now);
+    await storage.memories.add(namespace, { id: randomUUID(), content, origin: { by: 'api' } }, now);
   }
 }

@@ -332,26 +332,34 @@ interface Side {
 /**
  * The median over `rounds` of a's p50 ÷ b's, the two taking turns in blocks (5 warm-up turns,
  * then 25 measured), so whatever load the machine carries falls on both sides of each ratio.
+ * `onRound` also gets each block's CPU time per measured turn (this process's, all threads):
+ * on SQLite, which runs in the process, a figure the neighbours' load moves less than wall
+ * time; on PostgreSQL it leaves out the server's work.
  */
-export async function alternatingRatio(a: Side, b: Side, rounds: number, onRound?: (aP50: number, bP50: number) => void): Promise<number> {
+export async function alternatingRatio(a: Side, b: Side, rounds: number, onRound?: (aP50: number, bP50: number, cpuMs: { a: number; b: number }) => void): Promise<number> {
   for (const side of [a, b]) if (!side.reseed) await side.harness.seed(side.size);
   const next = new Map<Side, number>([[a, 0], [b, 0]]);
   const ratios: number[] = [];
   for (let roundIndex = 0; roundIndex < rounds; roundIndex++) {
     const p50: number[] = [];
+    const cpu: number[] = [];
     for (const side of [a, b]) {
       if (side.reseed) await side.harness.seed(side.size);
       const samples: number[] = [];
+      let cpuStart = process.cpuUsage();
       for (let index = 0; index < 30; index++) {
         const turn = next.get(side)!;
         next.set(side, turn + 1);
+        if (index === 5) cpuStart = process.cpuUsage();
         const start = performance.now();
         await side.harness.turn(turn);
         if (index >= 5) samples.push(performance.now() - start);
       }
+      const used = process.cpuUsage(cpuStart);
+      cpu.push((used.user + used.system) / 1000 / samples.length);
       p50.push(stats(samples).p50);
     }
-    onRound?.(p50[0]!, p50[1]!);
+    onRound?.(p50[0]!, p50[1]!, { a: cpu[0]!, b: cpu[1]! });
     ratios.push(p50[0]! / p50[1]!);
   }
   return stats(ratios).p50;
