@@ -37,3 +37,17 @@ for (const [name, make] of [['CJK, one run', cjk], ['x, one run', latin], ['pros
   const alone = timed(() => encoder.encode(make(LENGTH / 50), [], []).length);
   console.log(`${name.padEnd(18)} ${String(LENGTH).padStart(8)} ${String(counted.tokens).padStart(9)} ${counted.ms.toFixed(0).padStart(12)} ${alone.ms.toFixed(0).padStart(12)}`);
 }
+
+// Pieces never seen before, as every turn brings some (the run's nonce and ids, a person's
+// names and numbers): the counter's own byte-pair merge beside the encoder's encode(), on
+// the same texts, each text fresh to both (random ids, so neither remembers a piece).
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+let seed = 1;
+const nextChar = () => ALPHABET[(seed = (seed * 48271) % 2147483647) % ALPHABET.length]!;
+const fresh = () => Array.from({ length: 8 }, () => Array.from({ length: 6 + (seed % 17) }, nextChar).join('')).join(' ');
+const texts = Array.from({ length: 4_000 }, fresh);
+const encoderTexts = Array.from({ length: 4_000 }, fresh);
+const counter = new TokenCounter();
+const ours = timed(() => texts.reduce((sum, text) => sum + counter.text(text), 0));
+const theirs = timed(() => encoderTexts.reduce((sum, text) => sum + encoder.encode(text, [], []).length, 0));
+console.log(`\nnew pieces: ${texts.length} texts of 8 random words; counter ${ours.ms.toFixed(0)} ms (${ours.tokens} tokens), encoder ${theirs.ms.toFixed(0)} ms (${theirs.tokens} tokens); counter ÷ encoder ${(ours.ms / theirs.ms).toFixed(2)}`);

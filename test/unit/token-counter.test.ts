@@ -20,6 +20,38 @@ describe('token counts (I14)', () => {
     }
   });
 
+  it('equal the encoder\'s count for texts made of pieces never seen before (random letters, digits, ids, accents, CJK, emoji), each piece merged byte pair by byte pair', () => {
+    const encoder = new Tiktoken(cl100kBase);
+    const counter = new TokenCounter();
+    const next = random(11);
+    const alphabets = [
+      'abcdefghijklmnopqrstuvwxyz',
+      'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-',
+      '0123456789abcdef-',
+      'àáâãäåæçèéêëìíîïñòóôõöøùúûüýÿßœ',
+      '日本語中文한국어ひらがなカタカナ',
+      '😀🎉👍🏽🧪✨',
+      ' \n\t.,;:!?()[]{}<>\'"`',
+    ].map((alphabet) => Array.from(alphabet));
+    let pieces = 0;
+    for (let round = 0; round < 1_500; round++) {
+      let text = '';
+      const words = 1 + Math.floor(next() * 12);
+      for (let word = 0; word < words; word++) {
+        const alphabet = alphabets[Math.floor(next() * alphabets.length)]!;
+        const length = 1 + Math.floor(next() * 20);
+        for (let index = 0; index < length; index++) text += alphabet[Math.floor(next() * alphabet.length)];
+        text += next() < 0.7 ? ' ' : '';
+      }
+      const split = [...text.matchAll(new RegExp(cl100kBase.pat_str, 'gu'))].map((match) => match[0]);
+      // A piece longer than LONG_PIECE is counted in chunks, an over-count of its own (tested below).
+      if (split.some((piece) => piece.length > LONG_PIECE)) continue;
+      pieces += split.length;
+      expect(counter.text(text), JSON.stringify(text)).toBe(encoder.encode(text, [], []).length);
+    }
+    expect(pieces).toBeGreaterThan(5_000);
+  });
+
   it('equal the encoder\'s count for long texts of many paragraphs, counted paragraph by paragraph, a paragraph changed between counts', () => {
     const encoder = new Tiktoken(cl100kBase);
     const counter = new TokenCounter();
