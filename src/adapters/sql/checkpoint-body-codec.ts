@@ -31,16 +31,10 @@ const DICTIONARY_V1 = new PresetDictionary([
 
 /** The bytes to store for a serialised `[checkpoint, metadata]` document. */
 export function packCheckpointBody(document: Uint8Array): Uint8Array {
-  const deflated = DICTIONARY_V1.pack(document, 1);
-  if (deflated === undefined) return document;
-  const packed = new Uint8Array(deflated.byteLength + 1);
-  packed[0] = PACKED_V1;
-  packed.set(deflated, 1);
-  return packed;
+  return DICTIONARY_V1.packMarked(document, PACKED_V1);
 }
 
 /** The serialised document a stored body holds. */
 export function unpackCheckpointBody(stored: Uint8Array): Uint8Array {
-  if (stored.byteLength === 0 || stored[0] !== PACKED_V1) return stored;
-  return DICTIONARY_V1.unpack(stored.subarray(1));
+  return DICTIONARY_V1.unpackMarked(stored, PACKED_V1);
 }

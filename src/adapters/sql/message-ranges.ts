@@ -5,6 +5,8 @@
  * a range, a replacement by id adds the new version's number.
  */
 
+import { referenceValue } from './stored-reference.js';
+
 /** The key of the reference object a checkpoint stores in place of a message list. */
 export const MESSAGE_LIST_REF = 'vigil:message-log';
 
@@ -36,10 +38,7 @@ export function highest(ranges: readonly number[]): number {
 
 /** The ranges of a stored reference, or undefined for any other value. */
 export function rangesOf(value: unknown): number[] | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const keys = Object.keys(value);
-  if (keys.length !== 1 || keys[0] !== MESSAGE_LIST_REF) return undefined;
-  const ranges = (value as Record<string, unknown>)[MESSAGE_LIST_REF];
+  const ranges = referenceValue(value, MESSAGE_LIST_REF);
   if (!Array.isArray(ranges) || ranges.length % 2 !== 0 || !ranges.every((item) => Number.isSafeInteger(item))) return undefined;
   return ranges as number[];
 }

@@ -79,13 +79,7 @@ export function encodeMessageRow(serializerType: string, value: Uint8Array, mess
   // Left out only in the lead, where a read puts it back; anywhere else it stays in its place.
   const { id: _id, ...rest } = kwargs;
   const compact = encoder.encode(JSON.stringify(Object.keys(kwargs)[0] === 'id' ? rest : kwargs));
-  const packed = MESSAGE_DICTIONARY_V1.pack(compact, 1);
-  const type = TYPE_OF_CLASS[className] ?? OTHER_CLASS + className;
-  if (packed === undefined) return { type, body: compact };
-  const body = new Uint8Array(packed.byteLength + 1);
-  body[0] = PACKED;
-  body.set(packed, 1);
-  return { type, body };
+  return { type: TYPE_OF_CLASS[className] ?? OTHER_CLASS + className, body: MESSAGE_DICTIONARY_V1.packMarked(compact, PACKED) };
 }
 
 /** The serializer's (type, value) for a stored row. */
@@ -93,7 +87,7 @@ export function decodeMessageRow(type: string, body: Uint8Array, messageId: stri
   if (type.startsWith(SERIALIZED)) return { type: type.slice(SERIALIZED.length), value: body };
   const className = type.startsWith(OTHER_CLASS) ? type.slice(OTHER_CLASS.length) : CLASS_OF_TYPE[type];
   if (className === undefined) throw new Error(`a message row of unknown type "${type}"`);
-  const json = body.byteLength > 0 && body[0] === PACKED ? MESSAGE_DICTIONARY_V1.unpack(body.subarray(1)) : body;
+  const json = MESSAGE_DICTIONARY_V1.unpackMarked(body, PACKED);
   const stored = JSON.parse(decoder.decode(json)) as Record<string, unknown>;
   const kwargs = 'id' in stored ? stored : { id: messageId, ...stored };
   return { type: 'json', value: encoder.encode(JSON.stringify({ lc: 1, type: 'constructor', id: [...MESSAGE_PATH, className], kwargs })) };

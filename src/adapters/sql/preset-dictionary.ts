@@ -36,4 +36,23 @@ export class PresetDictionary {
   unpack(packed: Uint8Array): Buffer {
     return inflateRawSync(packed, { dictionary: this.#dictionary });
   }
+
+  /**
+   * The bytes to store: `marker` and the deflated bytes, or the bytes as they are when that
+   * would not be smaller. The marker tells them apart on reading (unpackMarked), so it must
+   * be a byte the unpacked documents never start with (JSON starts with `{`, `[` or `"`).
+   */
+  packMarked(bytes: Uint8Array, marker: number): Uint8Array {
+    const deflated = this.pack(bytes, 1);
+    if (deflated === undefined) return bytes;
+    const stored = new Uint8Array(deflated.byteLength + 1);
+    stored[0] = marker;
+    stored.set(deflated, 1);
+    return stored;
+  }
+
+  /** What packMarked stored, as it was given. */
+  unpackMarked(stored: Uint8Array, marker: number): Uint8Array {
+    return stored.byteLength > 0 && stored[0] === marker ? this.unpack(stored.subarray(1)) : stored;
+  }
 }

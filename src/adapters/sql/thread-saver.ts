@@ -46,6 +46,8 @@ import { packCheckpointBody, unpackCheckpointBody } from './checkpoint-body-code
 import { StoreConflict, type CheckpointStore, type CommitRequest, type CommitResult, type HistoryFacts, type StoredCheckpoint, type StoredMessageRow, type StoredWrite } from './checkpoint-store.js';
 import { HeldCheckpointWrites, type HeldPut } from './held-checkpoint-writes.js';
 import { rangesOf } from './message-ranges.js';
+import { SerialByKey } from './serial-by-key.js';
+import { storedValueHash } from './stored-reference.js';
 import { ThreadMessageMemory, type MessageMemoryLimits, type PlannedRow, type PlannedValues } from './thread-message-memory.js';
 
 /** The key of the reference a checkpoint stores in place of a channel value kept in `thread_values`. */
@@ -82,7 +84,7 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
   /** `${key}\0${hash}` → a stored value's bytes (immutable by construction). */
   readonly #values = new Map<string, { type: string; value: Uint8Array }>();
   /** One write per key at a time (row numbering, memory). */
-  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #serial = new SerialByKey();
   readonly #held = new HeldCheckpointWrites({
     putNow: (put) => this.#putNow(put),
     putWritesNow: (held) => this.#putWritesNow(held.config, held.writes, held.taskId, held.taskPath),
@@ -232,13 +234,13 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
 
   /** Values stored by hash, loaded again (each read gets its own copy). */
   async #restoreValues(key: number, values: Record<string, unknown>, fresh: boolean): Promise<Record<string, unknown>> {
-    const hashes = Object.values(values).map(storedValueHash).filter((hash): hash is string => hash !== undefined);
+    const hashes = Object.values(values).map((value) => storedValueHash(value, STORED_VALUE_REF)).filter((hash): hash is string => hash !== undefined);
     if (hashes.length === 0) return values;
     const missing = fresh ? hashes : hashes.filter((hash) => !this.#values.has(valueKey(key, hash)));
     const fetched = missing.length > 0 ? await this.#store.values(key, missing) : new Map<string, { type: string; value: Uint8Array }>();
     const restored = { ...values };
     for (const [channel, value] of Object.entries(values)) {
-      const hash = storedValueHash(value);
+      const hash = storedValueHash(value, STORED_VALUE_REF);
       if (hash === undefined) continue;
       const row = fetched.get(hash) ?? this.#values.get(valueKey(key, hash));
       if (row === undefined) throw new Error(`checkpoint value ${hash} of thread key ${key} is missing`);
@@ -307,7 +309,7 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
   ): Promise<{ key: number; unapplied: StoredMessageRow[] }> {
     const { threadId, checkpointNs } = address;
     const history = checkpointNs === '' ? threadId : undefined;
-    return this.#serialized(addressName(address), () =>
+    return this.#serial.run(addressName(address), () =>
       this.#gate(async () => {
         for (let attempt = 1; ; attempt++) {
           const key = await this.#keyOf({ ...address, checkpointId: undefined });
@@ -385,7 +387,7 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
       }),
     );
     const replace = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    await this.#serialized(addressName(address), () =>
+    await this.#serial.run(addressName(address), () =>
       this.#gate(async () => {
         for (let attempt = 1; ; attempt++) {
           const key = await this.#keyOf(address);
@@ -467,16 +469,6 @@ export class ThreadSaver extends BaseCheckpointSaver<number> {
     if (this.#values.size > MAX_VALUES) this.#values.delete(this.#values.keys().next().value!);
   }
 
-  #serialized<T>(name: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(name) ?? Promise.resolve();
-    const result = previous.then(task, task);
-    const tail = result.catch(() => undefined);
-    this.#queues.set(name, tail);
-    void tail.then(() => {
-      if (this.#queues.get(name) === tail) this.#queues.delete(name);
-    });
-    return result;
-  }
 }
 
 /** The order live execution applies a superstep's writes in (LangGraph's writesSortKey). */
@@ -507,14 +499,6 @@ function historySinkOf(config: RunnableConfig): HistorySink | undefined {
   return typeof sink === 'object' && sink !== null && typeof sink.now === 'function' ? sink : undefined;
 }
 
-/** The hash of a stored-value reference, or undefined for any other value. */
-function storedValueHash(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const keys = Object.keys(value);
-  if (keys.length !== 1 || keys[0] !== STORED_VALUE_REF) return undefined;
-  const hash = (value as Record<string, unknown>)[STORED_VALUE_REF];
-  return typeof hash === 'string' ? hash : undefined;
-}
 
 /** JSON containment, as PostgreSQL's `@>` on metadata (LangGraph's PostgresSaver filters so). */
 function contains(actual: unknown, expected: unknown): boolean {

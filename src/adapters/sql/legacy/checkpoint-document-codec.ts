@@ -38,16 +38,10 @@ const DICTIONARY_V1 = new PresetDictionary([
 
 /** The bytes to store for a serialised checkpoint document. */
 export function packCheckpointDocument(document: Uint8Array): Uint8Array {
-  const deflated = DICTIONARY_V1.pack(document, 1);
-  if (deflated === undefined) return document;
-  const packed = new Uint8Array(deflated.byteLength + 1);
-  packed[0] = PACKED_V1;
-  packed.set(deflated, 1);
-  return packed;
+  return DICTIONARY_V1.packMarked(document, PACKED_V1);
 }
 
 /** The serialised document a stored one holds, however it was stored. */
 export function unpackCheckpointDocument<T extends Uint8Array | string>(stored: T): T | Uint8Array {
-  if (typeof stored === 'string' || stored.byteLength === 0 || stored[0] !== PACKED_V1) return stored;
-  return DICTIONARY_V1.unpack(stored.subarray(1));
+  return typeof stored === 'string' ? stored : DICTIONARY_V1.unpackMarked(stored, PACKED_V1);
 }

@@ -33,6 +33,9 @@
 import { BaseMessage, BaseMessageChunk } from '@langchain/core/messages';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import { compactMessageRow, expandMessageRow } from './message-log-codec.js';
+import { expand, rangesOf, toRanges } from '../message-ranges.js';
+import { SerialByKey } from '../serial-by-key.js';
+import { referenceValue } from '../stored-reference.js';
 
 /** The key of the reference object a checkpoint stores in place of a logged list. */
 export const MESSAGE_LOG_REF = 'vigil:message-log';
@@ -105,7 +108,7 @@ export class MessageLog {
   readonly #threads = new Map<string, ThreadLog>();
   #messages = 0;
   /** One log operation per thread at a time (seq allocation, memory updates). */
-  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #serial = new SerialByKey();
 
   constructor(store: MessageLogStore, serde: SerializerProtocol, limits: Partial<MessageLogLimits> = {}) {
     this.#store = store;
@@ -124,7 +127,7 @@ export class MessageLog {
     const lists = names.filter((name) => isNonEmptyList(values[name]));
     const records = names.filter((name) => isPlainRecord(values[name]) && Object.values(values[name]).some(isNonEmptyList));
     if (lists.length === 0 && records.length === 0) return values;
-    return this.#serialized(key(threadId, checkpointNs), async () => {
+    return this.#serial.run(key(threadId, checkpointNs), async () => {
       const log = await this.#threadLog(threadId, checkpointNs, 'write');
       const refOf = async (list: unknown[]) => {
         const seqs = await this.#write(threadId, checkpointNs, log, list);
@@ -147,7 +150,7 @@ export class MessageLog {
     const refs = Object.keys(values).filter((name) => rangesOf(values[name]) !== undefined);
     const records = Object.keys(values).filter((name) => isPlainRecord(values[name]) && Object.values(values[name]).some((value) => rangesOf(value) !== undefined));
     if (refs.length === 0 && records.length === 0) return values;
-    return this.#serialized(key(threadId, checkpointNs), async () => {
+    return this.#serial.run(key(threadId, checkpointNs), async () => {
       // Fresh: every message from its row, nothing from or into memory (checks of what is stored).
       const log = options.fresh === true ? emptyLog() : await this.#threadLog(threadId, checkpointNs);
       const restored = { ...values };
@@ -178,7 +181,7 @@ export class MessageLog {
     const kindOf = (value: unknown) => (writable(value) ? 'one' : Array.isArray(value) && value.length > 0 && value.every(writable) ? 'list' : 'other');
     const kinds = values.map(kindOf);
     if (kinds.every((kind) => kind === 'other')) return [...values];
-    return this.#serialized(key(threadId, checkpointNs), async () => {
+    return this.#serial.run(key(threadId, checkpointNs), async () => {
       const log = await this.#threadLog(threadId, checkpointNs, 'write');
       const stored: unknown[] = [];
       for (const [index, value] of values.entries()) {
@@ -196,7 +199,7 @@ export class MessageLog {
   /** The inverse of toStoredWrites. */
   async fromStoredWrites(threadId: string, checkpointNs: string, values: readonly unknown[], options: { fresh?: boolean } = {}): Promise<unknown[]> {
     if (!values.some((value) => rangesOf(value) !== undefined || oneOf(value) !== undefined)) return [...values];
-    return this.#serialized(key(threadId, checkpointNs), async () => {
+    return this.#serial.run(key(threadId, checkpointNs), async () => {
       const log = options.fresh === true ? emptyLog() : await this.#threadLog(threadId, checkpointNs);
       const restored: unknown[] = [];
       for (const value of values) {
@@ -371,16 +374,6 @@ export class MessageLog {
     }
   }
 
-  #serialized<T>(name: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(name) ?? Promise.resolve();
-    const result = previous.then(task, task);
-    const tail = result.catch(() => undefined);
-    this.#queues.set(name, tail);
-    void tail.then(() => {
-      if (this.#queues.get(name) === tail) this.#queues.delete(name);
-    });
-    return result;
-  }
 }
 
 function emptyLog(): ThreadLog {
@@ -420,42 +413,11 @@ function isLoggable(value: unknown): value is BaseMessage {
   return BaseMessage.isInstance(value) && typeof value.id === 'string' && value.id !== '';
 }
 
-/** The ranges of a stored reference, or undefined for any other value. */
-export function rangesOf(value: unknown): number[] | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const keys = Object.keys(value);
-  if (keys.length !== 1 || keys[0] !== MESSAGE_LOG_REF) return undefined;
-  const ranges = (value as Record<string, unknown>)[MESSAGE_LOG_REF];
-  if (!Array.isArray(ranges) || ranges.length % 2 !== 0 || !ranges.every((item) => Number.isSafeInteger(item))) return undefined;
-  return ranges as number[];
-}
 
 /** The seq of a stored single-message reference, or undefined for any other value. */
 function oneOf(value: unknown): number | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const keys = Object.keys(value);
-  if (keys.length !== 1 || keys[0] !== MESSAGE_LOG_ONE) return undefined;
-  const seq = (value as Record<string, unknown>)[MESSAGE_LOG_ONE];
+  const seq = referenceValue(value, MESSAGE_LOG_ONE);
   return Number.isSafeInteger(seq) ? (seq as number) : undefined;
-}
-
-/** `[1, 2, 3, 7, 5]` → `[1, 3, 7, 7, 5, 5]`: consecutive runs, in list order. */
-export function toRanges(seqs: readonly number[]): number[] {
-  const ranges: number[] = [];
-  for (const seq of seqs) {
-    const last = ranges.length - 1;
-    if (last > 0 && ranges[last] === seq - 1) ranges[last] = seq;
-    else ranges.push(seq, seq);
-  }
-  return ranges;
-}
-
-export function expand(ranges: readonly number[]): number[] {
-  const seqs: number[] = [];
-  for (let index = 0; index < ranges.length; index += 2) {
-    for (let seq = ranges[index]!; seq <= ranges[index + 1]!; seq++) seqs.push(seq);
-  }
-  return seqs;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -21,7 +21,9 @@ import type { Checkpoint, CheckpointTuple } from '@langchain/langgraph-checkpoin
 import { NodeSqliteSaver } from '../checkpoint-sqlite-base.js';
 import { inSyncTransaction } from '../node-sqlite.js';
 import { packCheckpointDocument, unpackCheckpointDocument } from './checkpoint-document-codec.js';
-import { MessageLog, rangesOf, type MessageLogLimits } from './message-log.js';
+import { MessageLog, type MessageLogLimits } from './message-log.js';
+import { rangesOf } from '../message-ranges.js';
+import { storedValueHash } from '../stored-reference.js';
 import { SQLITE_MESSAGE_LOG_DDL, SqliteMessageLogStore } from './message-log-sqlite.js';
 
 /**
@@ -122,7 +124,7 @@ export class LegacySqliteSaver extends NodeSqliteSaver {
     if (this.#log === undefined) return checkpoint;
     const values: Record<string, unknown> = { ...(checkpoint.channel_values ?? {}) };
     for (const [channel, value] of Object.entries(values)) {
-      const hash = storedValueHash(value);
+      const hash = storedValueHash(value, STORED_VALUE_REF);
       if (hash === undefined) continue;
       const row = this.#readValue!.get(String(threadId), checkpointNs, hash) as { type: string; value: Uint8Array } | undefined;
       if (row === undefined) throw new Error(`checkpoint value ${hash} of thread ${threadId} is missing`);
@@ -130,13 +132,4 @@ export class LegacySqliteSaver extends NodeSqliteSaver {
     }
     return { ...checkpoint, channel_values: await this.#log.fromStored(String(threadId), checkpointNs, values, { fresh }) };
   }
-}
-
-/** The hash of a stored-value reference, or undefined for any other value. */
-function storedValueHash(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const keys = Object.keys(value);
-  if (keys.length !== 1 || keys[0] !== STORED_VALUE_REF) return undefined;
-  const hash = (value as Record<string, unknown>)[STORED_VALUE_REF];
-  return typeof hash === 'string' ? hash : undefined;
 }

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { PostgresCheckpointStore } from '../checkpoint-store-postgres.js';
 import { ThreadSaver } from '../thread-saver.js';
 import { LegacyPostgresSaver } from './postgres-saver.js';
-import { HISTORY_V1, THREAD_FIELDS_V1, convertLegacyThreads, notOursError, type ConversionBackend, type ConversionOptions, type HistoryRowV1 } from './thread-conversion.js';
+import { HISTORY_V1, THREAD_FIELDS_V1, convertLegacyThreads, notOursError, type ConversionBackend, type ConversionOptions, historyRowV1, type HistoryRowV1, type StoredHistoryRowV1 } from './thread-conversion.js';
 
 /** LangGraph's PostgresSaver's tables (made and migrated by its own setup) and vigil's message log beside them. */
 const SAVER_TABLES = ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes', 'checkpoint_migrations'] as const;
@@ -21,18 +21,6 @@ const THREAD_ROW_TABLES = ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes
 /** Converts what is left to convert, if anything (one query when nothing is). `pool`: its connections' search_path starts with `schema`. */
 export function convertLegacyPostgres(pool: pg.Pool, schema: string, options: ConversionOptions): Promise<void> {
   return convertLegacyThreads(new PostgresConversion(pool, schema), options);
-}
-
-interface HistoryRowV1Postgres {
-  seq: number;
-  message_id: string;
-  type: string;
-  content: string;
-  additional_kwargs: string;
-  response_metadata: string;
-  visibility: 'user' | 'internal';
-  run_id: string | null;
-  created_at: Date;
 }
 
 class PostgresConversion implements ConversionBackend {
@@ -120,7 +108,7 @@ class PostgresConversion implements ConversionBackend {
 
   async unshown(threadId: string): Promise<HistoryRowV1[]> {
     if (!this.#has(HISTORY_V1)) return [];
-    const result = await this.#pool.query<HistoryRowV1Postgres>(
+    const result = await this.#pool.query<StoredHistoryRowV1>(
       `SELECT v.seq, v.message_id, v.type, v.content::text AS content, v.additional_kwargs::text AS additional_kwargs,
               v.response_metadata::text AS response_metadata, v.visibility, v.run_id, v.created_at
        FROM ${HISTORY_V1} v
@@ -130,17 +118,7 @@ class PostgresConversion implements ConversionBackend {
        ORDER BY v.seq`,
       [threadId],
     );
-    return result.rows.map((row) => ({
-      seq: row.seq,
-      messageId: row.message_id,
-      type: row.type,
-      content: row.content,
-      additionalKwargs: row.additional_kwargs,
-      responseMetadata: row.response_metadata,
-      visibility: row.visibility,
-      runId: row.run_id,
-      createdAt: new Date(row.created_at).toISOString(),
-    }));
+    return result.rows.map(historyRowV1);
   }
 
   async finish(threadId: string): Promise<void> {

@@ -8,7 +8,7 @@ import { SqliteCheckpointStore } from '../checkpoint-store-sqlite.js';
 import { inSyncTransaction } from '../node-sqlite.js';
 import { ThreadSaver } from '../thread-saver.js';
 import { LegacySqliteSaver } from './sqlite-saver.js';
-import { HISTORY_V1, THREAD_FIELDS_V1, convertLegacyThreads, notOursError, type ConversionBackend, type ConversionOptions, type HistoryRowV1 } from './thread-conversion.js';
+import { HISTORY_V1, THREAD_FIELDS_V1, convertLegacyThreads, notOursError, type ConversionBackend, type ConversionOptions, historyRowV1, type HistoryRowV1, type StoredHistoryRowV1 } from './thread-conversion.js';
 
 /** The old saver's tables (LangGraph's SqliteSaver's two, the message log, stored values). */
 const CHECKPOINT_TABLES = ['checkpoints', 'writes', 'checkpoint_messages', 'checkpoint_values'] as const;
@@ -17,18 +17,6 @@ const OLD_TABLES = [...CHECKPOINT_TABLES, HISTORY_V1, THREAD_FIELDS_V1];
 /** Converts what is left to convert, if anything (one query when nothing is). */
 export function convertLegacySqlite(database: DatabaseSync, options: ConversionOptions): Promise<void> {
   return convertLegacyThreads(new SqliteConversion(database), options);
-}
-
-interface HistoryRowV1Sqlite {
-  seq: number;
-  message_id: string;
-  type: string;
-  content: string;
-  additional_kwargs: string;
-  response_metadata: string;
-  visibility: 'user' | 'internal';
-  run_id: string | null;
-  created_at: string;
 }
 
 class SqliteConversion implements ConversionBackend {
@@ -118,18 +106,8 @@ class SqliteConversion implements ConversionBackend {
            WHERE k.thread_id = v.thread_id AND k.checkpoint_ns = '' AND m.message_id = v.message_id AND m.visibility IS NOT NULL)
          ORDER BY v.seq`,
       )
-      .all(threadId) as unknown as HistoryRowV1Sqlite[];
-    return rows.map((row) => ({
-      seq: row.seq,
-      messageId: row.message_id,
-      type: row.type,
-      content: row.content,
-      additionalKwargs: row.additional_kwargs,
-      responseMetadata: row.response_metadata,
-      visibility: row.visibility,
-      runId: row.run_id,
-      createdAt: new Date(row.created_at).toISOString(),
-    }));
+      .all(threadId) as unknown as StoredHistoryRowV1[];
+    return rows.map(historyRowV1);
   }
 
   async finish(threadId: string): Promise<void> {

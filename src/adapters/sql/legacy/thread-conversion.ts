@@ -57,6 +57,33 @@ export interface HistoryRowV1 {
   createdAt: string;
 }
 
+/** A row of the old history table as either driver returns it (PostgreSQL: its time as a Date). */
+export interface StoredHistoryRowV1 {
+  seq: number;
+  message_id: string;
+  type: string;
+  content: string;
+  additional_kwargs: string;
+  response_metadata: string;
+  visibility: Visibility;
+  run_id: string | null;
+  created_at: string | Date;
+}
+
+export function historyRowV1(row: StoredHistoryRowV1): HistoryRowV1 {
+  return {
+    seq: row.seq,
+    messageId: row.message_id,
+    type: row.type,
+    content: row.content,
+    additionalKwargs: row.additional_kwargs,
+    responseMetadata: row.response_metadata,
+    visibility: row.visibility,
+    runId: row.run_id,
+    createdAt: new Date(row.created_at).toISOString(),
+  };
+}
+
 /** What the conversion needs of a backend: the old tables read and cleared, the new store. */
 export interface ConversionBackend {
   /** The old tables this database has (one query over the catalog: the whole cost when there are none). */

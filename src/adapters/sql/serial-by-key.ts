@@ -1,0 +1,18 @@
+/**
+ * Tasks run one after another per key, in the order they were given; a failed task does
+ * not stop the next. A key with nothing left queued is forgotten.
+ */
+export class SerialByKey {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task, task);
+    const tail = result.catch(() => undefined);
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+}
