@@ -33,7 +33,7 @@ export function heldInputCrashSuite(environment: () => Promise<{ env: Record<str
     await removeTempDir(dataDir);
   });
 
-  it('SIGKILL while the model answers: the person\'s message is in history once, and the next turn\'s model call gets it first', async () => {
+  it('I3: SIGKILL while the model answers: the person\'s message is in history once, with the id and metadata it had, and the next turn\'s model call gets it first', async () => {
     const env = { VIGIL_DATA_DIR: dataDir, VIGIL_MODEL: 'openai:scripted-model', OPENAI_BASE_URL: provider.baseUrl, ...place.env };
     server = await startServerProcess(env);
     const api = (url: string) => async (method: string, path: string, body?: unknown) => {
@@ -49,7 +49,8 @@ export function heldInputCrashSuite(environment: () => Promise<{ env: Record<str
     await waitFor(() => provider.requests.some((request) => lastUserText(request) === first), 60_000, 'the model to be asked about the message');
     // Durable before the model answers: history has it while the model call hangs.
     const during = await call('GET', `/api/threads/${threadId}/history?limit=50`);
-    expect(during.body.messages.map((message: { content: unknown }) => message.content)).toContain(first);
+    const accepted = (during.body.messages as Array<{ id: string; content: unknown; metadata?: unknown }>).find((message) => message.content === first);
+    expect(accepted).toBeDefined();
     await server.stop('SIGKILL');
 
     server = await startServerProcess(env);
@@ -71,9 +72,13 @@ export function heldInputCrashSuite(environment: () => Promise<{ env: Record<str
       ['user', 'What was the gate code?'],
       ['assistant', 'Noted.'],
     ]);
-    // The thread's state (the LangGraph protocol's view) holds them in the same order.
+    // Kept as it was accepted: the same id, the same metadata.
+    const kept = (history.body.messages as Array<{ id: string; content: unknown; metadata?: unknown }>).find((message) => message.content === first);
+    expect({ id: kept?.id, metadata: kept?.metadata }).toEqual({ id: accepted!.id, metadata: accepted!.metadata });
+    // The thread's state (the LangGraph protocol's view) holds them in the same order, the accepted one under its id.
     const state = await call('GET', `/threads/${threadId}/state`);
-    const stateTexts = (state.body.values.messages as Array<{ type: string; content: unknown }>).filter((message) => message.type === 'human').map((message) => message.content);
-    expect(stateTexts).toEqual(['Hello there.', first, 'What was the gate code?']);
+    const humans = (state.body.values.messages as Array<{ type: string; id: string; content: unknown }>).filter((message) => message.type === 'human');
+    expect(humans.map((message) => message.content)).toEqual(['Hello there.', first, 'What was the gate code?']);
+    expect(humans[1]!.id).toBe(accepted!.id);
   }, PROCESS_TEST_TIMEOUT_MS);
 }
